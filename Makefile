@@ -1,0 +1,69 @@
+# kafka-iggy — a Kafka-protocol sidecar for Apache Iggy.
+#
+# Newcomer set-up is two commands: `make run` and `make test` (see README.md).
+
+SHELL        := /bin/bash
+GO           ?= go
+BIN          := bin/kafka-iggy
+VERSION      ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS      := -s -w -X main.version=$(VERSION)
+FUZZTIME     ?= 10s
+BENCHTIME    ?= 1s
+STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Packages that hold fuzz targets (make fuzz runs every Fuzz* in each).
+FUZZ_PKGS    ?= $(shell $(GO) list ./... 2>/dev/null)
+
+.PHONY: all build run test test-deps gen gen-check lint fuzz bench e2e clean
+
+all: build
+
+## build: compile the sidecar into bin/kafka-iggy
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kafka-iggy
+
+## run: start the sidecar on 127.0.0.1:9092 with the embedded Iggy server
+run: build
+	./$(BIN) serve $(ARGS)
+
+## test-deps: install what the tests need (idempotent)
+test-deps:
+	bash scripts/install-test-deps.sh
+
+## test: install test dependencies, then run every test
+test: test-deps
+	$(GO) test -count=1 -timeout 20m ./...
+
+## gen: regenerate codec/iggy/*_gen.go from schema/
+gen:
+	$(GO) run ./gen -schema schema -out codec/iggy
+
+## gen-check: fail when the generated code is not what schema/ produces
+gen-check: gen
+	@git diff --exit-code --stat -- codec/iggy || { echo "gen-check: codec/iggy is stale; run 'make gen' and commit" >&2; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- codec/iggy); \
+	 if [ -n "$$untracked" ]; then echo "gen-check: untracked generated files: $$untracked" >&2; exit 1; fi
+
+## lint: go vet + staticcheck
+lint:
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+## fuzz: run every Fuzz* target for FUZZTIME each (go test -fuzz takes one target per run)
+fuzz:
+	@set -e; for pkg in $(FUZZ_PKGS); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## bench: run the Go benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## e2e: end-to-end checks with clients we did not write (Rust SDK conformance, ...)
+e2e:
+	bash scripts/e2e.sh
+
+clean:
+	rm -rf bin

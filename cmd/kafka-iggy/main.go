@@ -1,0 +1,53 @@
+// Command kafka-iggy is a Kafka-protocol sidecar for Apache Iggy.
+//
+// Subcommands:
+//
+//	serve          run the sidecar (default)
+//	embedded-iggy  run only the embedded Iggy-protocol server
+//	check-config   print the effective configuration and every problem in it
+//	version        print the version
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "version":
+		fmt.Println("kafka-iggy", version)
+		return 0
+	case "serve":
+		return serve(args)
+	case "embedded-iggy":
+		return embeddedIggy(args)
+	case "help", "-h", "--help":
+		usage()
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "kafka-iggy: unknown command %q\n", cmd)
+	usage()
+	return 2
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: kafka-iggy [command] [flags]
+
+commands:
+  serve          run the sidecar (default)
+  embedded-iggy  run only the embedded Iggy-protocol server
+  version        print the version
+`)
+}
