@@ -273,6 +273,19 @@ func (s *Schema) resolve() error {
 		}
 	}
 
+	// Generated command names must not collide with shared types or enums.
+	for _, c := range s.Commands {
+		for _, suffix := range []string{"Request", "Response"} {
+			n := goName(c.Command) + suffix
+			if t, ok := s.types[n]; ok {
+				return errAt(t.Pos, "type %s collides with the generated body type of command %s", n, c.Command)
+			}
+			if e, ok := s.enums[n]; ok {
+				return errAt(e.Pos, "enum %s collides with the generated body type of command %s", n, c.Command)
+			}
+		}
+	}
+
 	// Commands.
 	seenCode := map[uint32]string{}
 	seenName := map[string]bool{}
@@ -608,9 +621,16 @@ func (s *Schema) checkFields(owner string, at Pos, fields []*FieldDef, inherited
 			if !ok {
 				return errAt(f.Pos, "%s: unknown enum %q", where, f.Enum)
 			}
-			if e.Type != f.Type {
-				return errAt(f.Pos, "%s: enum %s is %s but the field is %s", where, e.Name, e.Type, f.Type)
+			elem := f.Type
+			if f.Type == "list" || f.Type == "optional" {
+				elem = f.Of // the enum applies to each element
 			}
+			if e.Type != elem {
+				return errAt(f.Pos, "%s: enum %s is %s but the field (element) is %s", where, e.Name, e.Type, elem)
+			}
+		}
+		if f.AbsentSize != 0 && (f.Type != "optional" || f.AbsentSize < 1) {
+			return errAt(f.Pos, "%s: absent_size applies to optional fields and must be >= 1", where)
 		}
 		if f.Range.Set && !integerTypes[f.Type] {
 			return errAt(f.Pos, "%s: range applies to integer fields", where)

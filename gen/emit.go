@@ -715,6 +715,16 @@ func byteLit(b []byte) string {
 }
 
 func (s *Schema) emitSupport(b *buf) {
+	b.p("// allZero reports whether every byte of b is zero.")
+	b.p("func allZero(b []byte) bool {")
+	b.p("\tfor _, x := range b {")
+	b.p("\t\tif x != 0 {")
+	b.p("\t\t\treturn false")
+	b.p("\t\t}")
+	b.p("\t}")
+	b.p("\treturn true")
+	b.p("}")
+	b.p("")
 	b.p("// invalid builds the error Validate returns: a *wire.DecodeError with Offset -1 (no input offset).")
 	b.p("func invalid(msg, path, field string, err error, detail string) error {")
 	b.p("\treturn &wire.DecodeError{Message: msg, Field: wire.Join(path, field), Offset: -1, Err: err, Detail: detail}")

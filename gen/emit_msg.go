@@ -349,6 +349,12 @@ func (s *Schema) goType(f *FieldDef) string {
 
 func (s *Schema) goTypeOf(t string, f *FieldDef) string {
 	if f != nil && f.Enum != "" {
+		switch t {
+		case "list":
+			return "[]" + f.Enum
+		case "optional":
+			return "*" + f.Enum
+		}
 		return f.Enum
 	}
 	if g := goScalar(t); g != "" {
@@ -532,14 +538,22 @@ func (s *Schema) sizeStmts(f *FieldDef, x, n string, siblings []*FieldDef) strin
 			b.p("\t}")
 		}
 	case "optional":
-		b.p("\t%s++", n)
-		b.p("\tif %s != nil {", x)
 		ex := x
 		if _, isType := s.types[f.Of]; !isType {
 			ex = "*" + x
 		}
-		b.p("\t\t%s += %s", n, s.elemSize(f.Of, ex))
-		b.p("\t}")
+		if f.AbsentSize > 1 {
+			b.p("\tif %s == nil {", x)
+			b.p("\t\t%s += %d", n, f.AbsentSize)
+			b.p("\t} else {")
+			b.p("\t\t%s += 1 + %s", n, s.elemSize(f.Of, ex))
+			b.p("\t}")
+		} else {
+			b.p("\t%s++", n)
+			b.p("\tif %s != nil {", x)
+			b.p("\t\t%s += %s", n, s.elemSize(f.Of, ex))
+			b.p("\t}")
+		}
 	default:
 		b.p("\t%s += %s.EncodedSize()", n, x)
 	}
@@ -549,8 +563,7 @@ func (s *Schema) sizeStmts(f *FieldDef, x, n string, siblings []*FieldDef) strin
 // elemEncode returns statements appending one element held in x.
 func (s *Schema) elemEncode(of, x, ind string) string {
 	if fn := appendFn(of); fn != "" {
-		cast := ""
-		return fmt.Sprintf("%sdst = %s(dst, %s%s)\n", ind, fn, cast, x)
+		return fmt.Sprintf("%sdst = %s(dst, %s(%s))\n", ind, fn, goScalar(of), x)
 	}
 	switch of {
 	case "name", "str8", "bytes8":
@@ -611,7 +624,11 @@ func (s *Schema) encodeStmts(f *FieldDef, x string, siblings []*FieldDef) string
 		}
 	case "optional":
 		b.p("\tif %s == nil {", x)
-		b.p("\t\tdst = append(dst, 0)")
+		if f.AbsentSize > 1 {
+			b.p("\t\tdst = append(dst, make([]byte, %d)...)", f.AbsentSize)
+		} else {
+			b.p("\t\tdst = append(dst, 0)")
+		}
 		b.p("\t} else {")
 		b.p("\t\tdst = append(dst, 1)")
 		ex := x
@@ -624,6 +641,15 @@ func (s *Schema) encodeStmts(f *FieldDef, x string, siblings []*FieldDef) string
 		b.p("\tdst = %s.AppendTo(dst)", x)
 	}
 	return b.String()
+}
+
+// elemDecodeEnum decodes one scalar element of an enum type and checks it.
+func (s *Schema) elemDecodeEnum(enum, of, x, pathExpr, field, ind string) string {
+	if enum == "" {
+		return s.elemDecode(of, x, pathExpr, field, ind)
+	}
+	return fmt.Sprintf("%seo := r.Off()\n%s%s = %s(r.%s(%s, %q))\n%sif !r.Failed() && !(%s).Valid() {\n%s\tr.Fail(%s, %q, eo, wire.ErrUnknownDiscriminant, \"value \"+strconv.FormatUint(uint64(%s), 10))\n%s}\n",
+		ind, ind, x, enum, readFn(of), pathExpr, field, ind, x, ind, pathExpr, field, x, ind)
 }
 
 // elemDecode returns statements decoding one element into x (an lvalue).
@@ -647,7 +673,7 @@ func (s *Schema) elemDecode(of, x, pathExpr, field, ind string) string {
 func (s *Schema) decodeStmts(f *FieldDef, x string, m *msg) string {
 	var b buf
 	conds := s.conds(f, x)
-	needO := len(conds) > 0 || f.Type == "options" || f.Type == "batch" || f.Type == "batches" || f.Type == "list"
+	needO := len(conds) > 0 || f.Type == "options" || f.Type == "batch" || f.Type == "batches" || f.Type == "list" || f.Type == "optional"
 	if needO {
 		b.p("\t{")
 		b.p("\to := r.Off()")
@@ -702,13 +728,21 @@ func (s *Schema) decodeStmts(f *FieldDef, x string, m *msg) string {
 		case "list":
 			s.decodeList(&b, f, x)
 		case "optional":
-			b.p("\tif r.U8(path, %q) == 1 {", f.Name)
-			b.p("\t\t%s = new(%s)", x, s.goTypeOf(f.Of, nil))
+			elem := s.goTypeOf(f.Of, nil)
+			if f.Enum != "" {
+				elem = f.Enum
+			}
+			b.p("\tif flag := r.U8(path, %q); flag == 1 {", f.Name)
+			b.p("\t\t%s = new(%s)", x, elem)
 			ex := x
 			if _, isType := s.types[f.Of]; !isType {
 				ex = "*" + x
 			}
-			b.WriteString(s.elemDecode(f.Of, ex, "path", f.Name, "\t\t"))
+			b.WriteString(s.elemDecodeEnum(f.Enum, f.Of, ex, "path", f.Name, "\t\t"))
+			if f.AbsentSize > 1 {
+				b.p("\t} else if pad := r.Bytes(path, %q, %d); !r.Failed() && (flag != 0 || !allZero(pad)) {", f.Name, f.AbsentSize-1)
+				b.p("\t\tr.Fail(path, %q, o, wire.ErrConstraint, \"an absent value is %d zero bytes\")", f.Name, f.AbsentSize)
+			}
 			b.p("\t}")
 		default:
 			b.p("\t%s.decode(r, wire.Join(path, %q))", x, f.Name)
@@ -728,6 +762,9 @@ func (s *Schema) decodeStmts(f *FieldDef, x string, m *msg) string {
 
 func (s *Schema) decodeList(b *buf, f *FieldDef, x string) {
 	elem := s.goTypeOf(f.Of, nil)
+	if f.Enum != "" {
+		elem = f.Enum
+	}
 	min := s.minSize(f.Of)
 	switch f.Count.Kind {
 	case "u32", "field":
@@ -744,14 +781,14 @@ func (s *Schema) decodeList(b *buf, f *FieldDef, x string) {
 		b.p("\t\t%s = make([]%s, cnt)", x, elem)
 		b.p("\t\tp := wire.Join(path, %q)", f.Name)
 		b.p("\t\tfor i := 0; i < cnt && !r.Failed(); i++ {")
-		b.WriteString(s.elemDecode(f.Of, x+"[i]", "p", "", "\t\t\t"))
+		b.WriteString(s.elemDecodeEnum(f.Enum, f.Of, x+"[i]", "p", "", "\t\t\t"))
 		b.p("\t\t}")
 		b.p("\t}")
 	case "to_end":
 		b.p("\tp := wire.Join(path, %q)", f.Name)
 		b.p("\tfor r.Remaining() > 0 && !r.Failed() {")
 		b.p("\t\tvar e %s", elem)
-		b.WriteString(s.elemDecode(f.Of, "e", "p", "", "\t\t"))
+		b.WriteString(s.elemDecodeEnum(f.Enum, f.Of, "e", "p", "", "\t\t"))
 		b.p("\t\t%s = append(%s, e)", x, x)
 		b.p("\t}")
 	case "chain":
@@ -766,7 +803,7 @@ func (s *Schema) decodeList(b *buf, f *FieldDef, x string) {
 		b.p("\t\t\tbreak")
 		b.p("\t\t}")
 		b.p("\t\tvar e %s", elem)
-		b.WriteString(s.elemDecode(f.Of, "e", "p", "", "\t\t"))
+		b.WriteString(s.elemDecodeEnum(f.Enum, f.Of, "e", "p", "", "\t\t"))
 		b.p("\t\t%s = append(%s, e)", x, x)
 		b.p("\t}")
 	}
@@ -797,7 +834,7 @@ func lenCond(x string, p IntPair) (string, string) {
 // conds are the constraint checks of one field, shared by decode and Validate.
 func (s *Schema) conds(f *FieldDef, x string) []cond {
 	var out []cond
-	if f.Enum != "" {
+	if f.Enum != "" && f.Type != "list" && f.Type != "optional" {
 		out = append(out, cond{"!" + x + ".Valid()", "wire.ErrUnknownDiscriminant", fmt.Sprintf("\"value \"+strconv.FormatUint(uint64(%s), 10)", x)})
 	}
 	if f.Range.Set && integerTypes[f.Type] {
@@ -878,6 +915,13 @@ func (s *Schema) validateStmts(f *FieldDef, x string, siblings []*FieldDef) stri
 		b.p("\t\treturn invalid(msg, path, %q, err, \"\")", f.Name)
 		b.p("\t}")
 	case "list":
+		if f.Enum != "" {
+			b.p("\tfor i := range %s {", x)
+			b.p("\t\tif !%s[i].Valid() {", x)
+			b.p("\t\t\treturn invalid(msg, path, %q, wire.ErrUnknownDiscriminant, \"value \"+strconv.FormatUint(uint64(%s[i]), 10))", f.Name, x)
+			b.p("\t\t}")
+			b.p("\t}")
+		}
 		if f.Count.Kind == "field" {
 			b.p("\tif len(%s) != int(m.%s) {", x, goName(f.Count.Field))
 			b.p("\t\treturn invalid(msg, path, %q, wire.ErrConstraint, \"length differs from %s\")", f.Name, f.Count.Field)
@@ -903,6 +947,11 @@ func (s *Schema) validateStmts(f *FieldDef, x string, siblings []*FieldDef) stri
 			b.p("\t}")
 		}
 	case "optional":
+		if f.Enum != "" {
+			b.p("\tif %s != nil && !(*%s).Valid() {", x, x)
+			b.p("\t\treturn invalid(msg, path, %q, wire.ErrUnknownDiscriminant, \"\")", f.Name)
+			b.p("\t}")
+		}
 		if _, isType := s.types[f.Of]; isType {
 			b.p("\tif %s != nil {", x)
 			b.p("\t\tif err := %s.validate(msg, wire.Join(path, %q)); err != nil {", x, f.Name)

@@ -151,9 +151,12 @@ type FieldDef struct {
 	UTF8     bool     `yaml:"utf8"`
 	Const    *int64   `yaml:"const"`
 	LengthOf []string `yaml:"length_of"`
-	Unit     string   `yaml:"unit"`
-	Since    string   `yaml:"since"`
-	Until    string   `yaml:"until"`
+	// AbsentSize (optional only): an absent value is written as this many
+	// zero bytes instead of a single 0 presence byte.
+	AbsentSize int    `yaml:"absent_size"`
+	Unit       string `yaml:"unit"`
+	Since      string `yaml:"since"`
+	Until      string `yaml:"until"`
 }
 
 // CountDef says how many elements a list holds: "u32", "to_end", "chain" or

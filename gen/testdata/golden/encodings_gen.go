@@ -291,6 +291,10 @@ type Detailed struct {
 	Chain []Entry
 	// Maybe an entry.
 	Opt *Entry
+	// Enum elements.
+	Kinds []IdentifierKind
+	// Absent = 4 zero bytes.
+	Padded *Entry
 }
 
 // EncodedSize returns the number of bytes AppendTo writes.
@@ -307,6 +311,13 @@ func (m *Detailed) EncodedSize() int {
 	if m.Opt != nil {
 		n += m.Opt.EncodedSize()
 	}
+	n += 4
+	n += 1 * len(m.Kinds)
+	if m.Padded == nil {
+		n += 4
+	} else {
+		n += 1 + m.Padded.EncodedSize()
+	}
 	return n
 }
 
@@ -315,7 +326,7 @@ func (m *Detailed) AppendTo(dst []byte) []byte {
 	dst = m.Entry.AppendTo(dst)
 	dst = wire.AppendU32LE(dst, m.Count)
 	for i := range m.Parts {
-		dst = wire.AppendU64LE(dst, m.Parts[i])
+		dst = wire.AppendU64LE(dst, uint64(m.Parts[i]))
 	}
 	for i := range m.Chain {
 		dst = append(dst, 1)
@@ -327,6 +338,16 @@ func (m *Detailed) AppendTo(dst []byte) []byte {
 	} else {
 		dst = append(dst, 1)
 		dst = m.Opt.AppendTo(dst)
+	}
+	dst = wire.AppendU32LE(dst, uint32(len(m.Kinds)))
+	for i := range m.Kinds {
+		dst = wire.AppendU8(dst, uint8(m.Kinds[i]))
+	}
+	if m.Padded == nil {
+		dst = append(dst, make([]byte, 4)...)
+	} else {
+		dst = append(dst, 1)
+		dst = m.Padded.AppendTo(dst)
 	}
 	return dst
 }
@@ -375,9 +396,43 @@ func (m *Detailed) decode(r *wire.Reader, path string) {
 		}
 		_ = o
 	}
-	if r.U8(path, "opt") == 1 {
-		m.Opt = new(Entry)
-		m.Opt.decode(r, wire.Join(path, "opt"))
+	{
+		o := r.Off()
+		if flag := r.U8(path, "opt"); flag == 1 {
+			m.Opt = new(Entry)
+			m.Opt.decode(r, wire.Join(path, "opt"))
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		cnt := int(r.U32LE(path, "kinds"))
+		if cnt > r.Remaining()/1 {
+			r.Fail(path, "kinds", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Kinds = make([]IdentifierKind, cnt)
+			p := wire.Join(path, "kinds")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				eo := r.Off()
+				m.Kinds[i] = IdentifierKind(r.U8(p, ""))
+				if !r.Failed() && !(m.Kinds[i]).Valid() {
+					r.Fail(p, "", eo, wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Kinds[i]), 10))
+				}
+			}
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		if flag := r.U8(path, "padded"); flag == 1 {
+			m.Padded = new(Entry)
+			m.Padded.decode(r, wire.Join(path, "padded"))
+		} else if pad := r.Bytes(path, "padded", 3); !r.Failed() && (flag != 0 || !allZero(pad)) {
+			r.Fail(path, "padded", o, wire.ErrConstraint, "an absent value is 4 zero bytes")
+		}
+		_ = o
 	}
 }
 
@@ -401,7 +456,27 @@ func (m *Detailed) validate(msg, path string) error {
 			return err
 		}
 	}
+	for i := range m.Kinds {
+		if !m.Kinds[i].Valid() {
+			return invalid(msg, path, "kinds", wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Kinds[i]), 10))
+		}
+	}
+	if m.Padded != nil {
+		if err := m.Padded.validate(msg, wire.Join(path, "padded")); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// allZero reports whether every byte of b is zero.
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // invalid builds the error Validate returns: a *wire.DecodeError with Offset -1 (no input offset).

@@ -80,7 +80,7 @@ func TestDecodeErrorsNameFieldAndOffset(t *testing.T) {
 func TestListsChainsOptionals(t *testing.T) {
 	resp := CreateStreamResponse{ID: 3, Items: []Detailed{
 		{Entry: Entry{ID: 1, Label: "x"}, Count: 2, Parts: []uint64{10, 20}, Chain: []Entry{{ID: 2, Label: "y"}, {ID: 3, Label: "z"}}, Opt: &Entry{ID: 4, Label: "w"}},
-		{Entry: Entry{ID: 9, Label: "q"}},
+		{Entry: Entry{ID: 9, Label: "q"}, Kinds: []IdentifierKind{IdentifierKindString}, Padded: &Entry{ID: 5, Label: "p"}},
 	}}
 	if err := resp.Validate(); err != nil {
 		t.Fatal(err)
@@ -96,10 +96,32 @@ func TestListsChainsOptionals(t *testing.T) {
 	if !reflect.DeepEqual(d, resp) {
 		t.Fatalf("got %+v\nwant %+v", d, resp)
 	}
+	// An absent padded value is 4 zero bytes: item 0 ends with 00 00 00 00.
+	one := Detailed{Entry: Entry{ID: 9, Label: "q"}}
+	enc := one.AppendTo(nil)
+	if !bytes.HasSuffix(enc, []byte{0, 0, 0, 0, 0, 0, 0, 0}) { // kinds count 0 + padded absent
+		t.Fatalf("absent padding: % x", enc)
+	}
 	bad := resp
 	bad.Items = []Detailed{{Entry: Entry{ID: 1, Label: "x"}, Count: 3, Parts: []uint64{1}}}
 	if err := bad.Validate(); !errors.Is(err, wire.ErrConstraint) {
 		t.Fatalf("count mismatch not caught: %v", err)
+	}
+}
+
+func TestEnumListAndPaddingRejected(t *testing.T) {
+	one := Detailed{Entry: Entry{ID: 9, Label: "q"}, Kinds: []IdentifierKind{IdentifierKindNumeric}}
+	enc := one.AppendTo(nil)
+	kindAt := len(enc) - 5 // last kind byte, before the 4-byte absent padding
+	enc[kindAt] = 7
+	var d Detailed
+	if _, err := d.DecodeFrom(enc); !errors.Is(err, wire.ErrUnknownDiscriminant) {
+		t.Fatalf("bad enum element: %v", err)
+	}
+	enc[kindAt] = 1
+	enc[len(enc)-1] = 1 // nonzero padding
+	if _, err := d.DecodeFrom(enc); !errors.Is(err, wire.ErrConstraint) {
+		t.Fatalf("nonzero padding: %v", err)
 	}
 }
 
