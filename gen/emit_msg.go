@@ -1019,6 +1019,48 @@ func (s *Schema) emitCommandTable() string {
 	}
 	b.p("}")
 	b.p("")
+	b.p("// Body is what every generated body type implements.")
+	b.p("type Body interface {")
+	b.p("\tEncodedSize() int")
+	b.p("\tAppendTo(dst []byte) []byte")
+	b.p("\tDecodeFrom(src []byte) (int, error)")
+	b.p("\tValidate() error")
+	b.p("}")
+	b.p("")
+	for _, part := range []string{"Request", "Response"} {
+		b.p("// New%sBody returns a zero %s body of command code in protocol p, or false when the command has no %s body there.", part, strings.ToLower(part), strings.ToLower(part))
+		b.p("func New%sBody(code uint32, p ProtocolVersion) (Body, bool) {", part)
+		b.p("\tswitch code {")
+		for _, c := range cmds {
+			bd := c.Request
+			if part == "Response" {
+				bd = c.Response
+			}
+			if bd == nil {
+				continue
+			}
+			b.p("\tcase Code%s:", goName(c.Command))
+			if bd.Type != "" {
+				b.p("\t\treturn &%s%s{}, %s", goName(c.Command), part, s.versionCond("p", c.Since, c.Until))
+				continue
+			}
+			shapes := s.shapes(c, bd.Fields)
+			for i, sh := range shapes {
+				if i == len(shapes)-1 {
+					b.p("\t\treturn &%s%s%s{}, %s", goName(c.Command), part, sh.Suffix, s.versionCond("p", c.Since, c.Until))
+					break
+				}
+				last := sh.Protos[len(sh.Protos)-1]
+				b.p("\t\tif p <= %s {", protoIdent(last.Version))
+				b.p("\t\t\treturn &%s%s%s{}, %s", goName(c.Command), part, sh.Suffix, s.versionCond("p", c.Since, c.Until))
+				b.p("\t\t}")
+			}
+		}
+		b.p("\t}")
+		b.p("\treturn nil, false")
+		b.p("}")
+		b.p("")
+	}
 	b.p("// LookupCommand returns the table entry of a command code.")
 	b.p("func LookupCommand(code uint32) (*CommandMeta, bool) {")
 	b.p("\tswitch code {")

@@ -40,6 +40,37 @@ var Commands = [...]CommandMeta{
 	{Code: CodeCreateStream, Name: "create_stream", WireName: "stream.create", Operation: OperationCreateStream, Plane: PlaneMetadata, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 }
 
+// Body is what every generated body type implements.
+type Body interface {
+	EncodedSize() int
+	AppendTo(dst []byte) []byte
+	DecodeFrom(src []byte) (int, error)
+	Validate() error
+}
+
+// NewRequestBody returns a zero request body of command code in protocol p, or false when the command has no request body there.
+func NewRequestBody(code uint32, p ProtocolVersion) (Body, bool) {
+	switch code {
+	case CodePing:
+		return &PingRequest{}, true
+	case CodeCreateStream:
+		if p <= Protocol011 {
+			return &CreateStreamRequest{}, true
+		}
+		return &CreateStreamRequestV12{}, true
+	}
+	return nil, false
+}
+
+// NewResponseBody returns a zero response body of command code in protocol p, or false when the command has no response body there.
+func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
+	switch code {
+	case CodeCreateStream:
+		return &CreateStreamResponse{}, true
+	}
+	return nil, false
+}
+
 // LookupCommand returns the table entry of a command code.
 func LookupCommand(code uint32) (*CommandMeta, bool) {
 	switch code {
