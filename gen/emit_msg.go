@@ -261,7 +261,7 @@ func (s *Schema) emitMsg(b *buf, m *msg) error {
 	}
 	if m.Variants != nil {
 		b.p("\tif !r.Failed() {")
-		b.p("\t\tif err, field, detail := m.checkVariant(); err != nil {")
+		b.p("\t\tif field, detail, err := m.checkVariant(); err != nil {")
 		b.p("\t\t\tr.Fail(path, field, start, err, detail)")
 		b.p("\t\t}")
 		b.p("\t}")
@@ -287,7 +287,7 @@ func (s *Schema) emitMsg(b *buf, m *msg) error {
 		b.WriteString(s.validateStmts(f, "m."+goName(f.Name), m.Fields))
 	}
 	if m.Variants != nil {
-		b.p("\tif err, field, detail := m.checkVariant(); err != nil {")
+		b.p("\tif field, detail, err := m.checkVariant(); err != nil {")
 		b.p("\t\treturn invalid(msg, path, field, err, detail)")
 		b.p("\t}")
 	}
@@ -306,7 +306,7 @@ func (s *Schema) emitVariantCheck(b *buf, m *msg) {
 		}
 	}
 	b.p("// checkVariant applies the per-%s rules.", v.On)
-	b.p("func (m *%s) checkVariant() (error, string, string) {", m.GoName)
+	b.p("func (m *%s) checkVariant() (field, detail string, err error) {", m.GoName)
 	b.p("\tswitch m.%s {", goName(v.On))
 	for _, c := range v.Cases {
 		var target *FieldDef
@@ -321,7 +321,7 @@ func (s *Schema) emitVariantCheck(b *buf, m *msg) {
 			cond, detail := lenCond(x, c.Len)
 			if cond != "" {
 				b.p("\t\tif %s {", cond)
-				b.p("\t\t\treturn wire.ErrConstraint, %q, %q", c.Field, c.When+": "+detail)
+				b.p("\t\t\treturn %q, %q, wire.ErrConstraint", c.Field, c.When+": "+detail)
 				b.p("\t\t}")
 			}
 		}
@@ -331,12 +331,12 @@ func (s *Schema) emitVariantCheck(b *buf, m *msg) {
 				fn = "utf8.ValidString"
 			}
 			b.p("\t\tif !%s(%s) {", fn, x)
-			b.p("\t\t\treturn wire.ErrInvalidUTF8, %q, %q", c.Field, c.When)
+			b.p("\t\t\treturn %q, %q, wire.ErrInvalidUTF8", c.Field, c.When)
 			b.p("\t\t}")
 		}
 	}
 	b.p("\t}")
-	b.p("\treturn nil, \"\", \"\"")
+	b.p("\treturn \"\", \"\", nil")
 	b.p("}")
 	b.p("")
 }

@@ -884,28 +884,28 @@ func (m *Identifier) decode(r *wire.Reader, path string) {
 		_ = o
 	}
 	if !r.Failed() {
-		if err, field, detail := m.checkVariant(); err != nil {
+		if field, detail, err := m.checkVariant(); err != nil {
 			r.Fail(path, field, start, err, detail)
 		}
 	}
 }
 
 // checkVariant applies the per-kind rules.
-func (m *Identifier) checkVariant() (error, string, string) {
+func (m *Identifier) checkVariant() (field, detail string, err error) {
 	switch m.Kind {
 	case IdentifierKindNumeric:
 		if len(m.Value) < 4 || len(m.Value) > 4 {
-			return wire.ErrConstraint, "value", "Numeric: length must be 4..4"
+			return "value", "Numeric: length must be 4..4", wire.ErrConstraint
 		}
 	case IdentifierKindString:
 		if len(m.Value) < 1 || len(m.Value) > 255 {
-			return wire.ErrConstraint, "value", "String: length must be 1..255"
+			return "value", "String: length must be 1..255", wire.ErrConstraint
 		}
 		if !utf8.Valid(m.Value) {
-			return wire.ErrInvalidUTF8, "value", "String"
+			return "value", "String", wire.ErrInvalidUTF8
 		}
 	}
-	return nil, "", ""
+	return "", "", nil
 }
 
 // Validate checks every constraint the schema states for m.
@@ -918,7 +918,7 @@ func (m *Identifier) validate(msg, path string) error {
 	if len(m.Value) > 255 {
 		return invalid(msg, path, "value", wire.ErrConstraint, "length must be 0..255")
 	}
-	if err, field, detail := m.checkVariant(); err != nil {
+	if field, detail, err := m.checkVariant(); err != nil {
 		return invalid(msg, path, field, err, detail)
 	}
 	return nil
@@ -1077,29 +1077,29 @@ func (m *Partitioning) decode(r *wire.Reader, path string) {
 		_ = o
 	}
 	if !r.Failed() {
-		if err, field, detail := m.checkVariant(); err != nil {
+		if field, detail, err := m.checkVariant(); err != nil {
 			r.Fail(path, field, start, err, detail)
 		}
 	}
 }
 
 // checkVariant applies the per-kind rules.
-func (m *Partitioning) checkVariant() (error, string, string) {
+func (m *Partitioning) checkVariant() (field, detail string, err error) {
 	switch m.Kind {
 	case PartitioningKindBalanced:
 		if len(m.Value) > 0 {
-			return wire.ErrConstraint, "value", "Balanced: length must be 0..0"
+			return "value", "Balanced: length must be 0..0", wire.ErrConstraint
 		}
 	case PartitioningKindPartitionID:
 		if len(m.Value) < 4 || len(m.Value) > 4 {
-			return wire.ErrConstraint, "value", "PartitionId: length must be 4..4"
+			return "value", "PartitionId: length must be 4..4", wire.ErrConstraint
 		}
 	case PartitioningKindMessagesKey:
 		if len(m.Value) < 1 || len(m.Value) > 255 {
-			return wire.ErrConstraint, "value", "MessagesKey: length must be 1..255"
+			return "value", "MessagesKey: length must be 1..255", wire.ErrConstraint
 		}
 	}
-	return nil, "", ""
+	return "", "", nil
 }
 
 // Validate checks every constraint the schema states for m.
@@ -1112,7 +1112,7 @@ func (m *Partitioning) validate(msg, path string) error {
 	if len(m.Value) > 255 {
 		return invalid(msg, path, "value", wire.ErrConstraint, "length must be 0..255")
 	}
-	if err, field, detail := m.checkVariant(); err != nil {
+	if field, detail, err := m.checkVariant(); err != nil {
 		return invalid(msg, path, field, err, detail)
 	}
 	return nil
