@@ -1,0 +1,146 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Config holds the Kafka-semantics settings of the bridge: how Kafka topics
+// map to Iggy, how groups and committed offsets behave, and how producer ids
+// are allocated. Keys are relative to where the caller mounts the struct.
+type Config struct {
+	// Topics maps Kafka topics to Iggy streams and topics (KAFKA-ON-IGGY §1).
+	Topics TopicsConfig `koanf:"topics"`
+	// Groups tunes the classic consumer-group coordinator.
+	Groups GroupsConfig `koanf:"groups"`
+	// Offsets says how committed offsets are stored in Iggy (§6).
+	Offsets OffsetsConfig `koanf:"offsets"`
+	// Producer tunes producer-id allocation and idempotence (§4).
+	Producer ProducerConfig `koanf:"producer"`
+	// Fetch tunes long polling.
+	Fetch FetchConfig `koanf:"fetch"`
+}
+
+// TopicsConfig maps Kafka topics to Iggy.
+type TopicsConfig struct {
+	// DefaultStream is the Iggy stream that holds every Kafka topic without
+	// an override. Default "kafka".
+	DefaultStream string `koanf:"default_stream"`
+	// Overrides maps a Kafka topic name to "stream/topic" in Iggy.
+	// Default empty.
+	Overrides map[string]string `koanf:"overrides"`
+	// AutoCreate creates a missing topic (and its stream) when a client
+	// produces to it or asks for it in Metadata with auto-creation allowed.
+	// Default true.
+	AutoCreate bool `koanf:"auto_create"`
+	// DefaultPartitions is the partition count of auto-created topics and of
+	// CreateTopics with -1 partitions. Default 1.
+	DefaultPartitions int32 `koanf:"default_partitions"`
+	// DefaultOptions are Iggy topic options (key -> value as text, parsed
+	// like the server parses String option values) applied to topics the
+	// gateway creates. Default empty (the server's defaults).
+	DefaultOptions map[string]string `koanf:"default_options"`
+}
+
+// GroupsConfig tunes the consumer-group coordinator.
+type GroupsConfig struct {
+	// InitialRebalanceDelay delays the first rebalance of an empty group so
+	// several members can join together (Kafka's
+	// group.initial.rebalance.delay.ms). Default 3s.
+	InitialRebalanceDelay time.Duration `koanf:"initial_rebalance_delay"`
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for (group.min/max.session.timeout.ms).
+	// Defaults 6s and 30m.
+	MinSessionTimeout time.Duration `koanf:"min_session_timeout"`
+	MaxSessionTimeout time.Duration `koanf:"max_session_timeout"`
+}
+
+// OffsetsConfig says where committed offsets live.
+type OffsetsConfig struct {
+	// Mode is auto, external-group or consumer: auto uses Iggy's
+	// ExternalGroup consumer kind where the server has it and falls back to
+	// single consumers elsewhere (KAFKA-ON-IGGY §6). Default "auto".
+	Mode string `koanf:"mode"`
+}
+
+// ProducerConfig tunes producer ids.
+type ProducerConfig struct {
+	// InstanceID forms the high bits of every producer id this instance
+	// hands out, so two sidecars never hand out the same id; 0..65535.
+	// -1 derives it from the pod name (HOSTNAME). Default -1.
+	InstanceID int32 `koanf:"instance_id"`
+	// MaxTrackedProducers bounds the memory of idempotence state: the least
+	// recently used producers are forgotten first. Default 10000.
+	MaxTrackedProducers int `koanf:"max_tracked_producers"`
+}
+
+// FetchConfig tunes long polling.
+type FetchConfig struct {
+	// RepollInterval is how often a waiting fetch re-polls Iggy for writes
+	// made by other producers (local produces wake it at once). Default 50ms.
+	RepollInterval time.Duration `koanf:"repoll_interval"`
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Topics: TopicsConfig{
+			DefaultStream:     "kafka",
+			AutoCreate:        true,
+			DefaultPartitions: 1,
+		},
+		Groups: GroupsConfig{
+			InitialRebalanceDelay: 3 * time.Second,
+			MinSessionTimeout:     6 * time.Second,
+			MaxSessionTimeout:     30 * time.Minute,
+		},
+		Offsets:  OffsetsConfig{Mode: "auto"},
+		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
+		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond},
+	}
+}
+
+var overrideRe = regexp.MustCompile(`^[^/]{1,255}/[^/]{1,255}$`)
+
+// Validate reports every problem, each naming its key (relative to the
+// bridge's mount point).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if n := len(c.Topics.DefaultStream); n < 1 || n > 255 {
+		bad("topics.default_stream", "must be 1..255 bytes, got %d", n)
+	}
+	for k, v := range c.Topics.Overrides {
+		if !overrideRe.MatchString(v) {
+			bad("topics.overrides."+k, "must be \"stream/topic\", got %q", v)
+		}
+	}
+	if c.Topics.DefaultPartitions < 1 || c.Topics.DefaultPartitions > 1000 {
+		bad("topics.default_partitions", "must be 1..1000, got %d", c.Topics.DefaultPartitions)
+	}
+	if c.Groups.InitialRebalanceDelay < 0 {
+		bad("groups.initial_rebalance_delay", "must not be negative")
+	}
+	if c.Groups.MinSessionTimeout <= 0 || c.Groups.MaxSessionTimeout < c.Groups.MinSessionTimeout {
+		bad("groups.min_session_timeout", "must be positive and not above groups.max_session_timeout")
+	}
+	switch c.Offsets.Mode {
+	case "auto", "external-group", "consumer":
+	default:
+		bad("offsets.mode", "must be auto, external-group or consumer, got %q", c.Offsets.Mode)
+	}
+	if c.Producer.InstanceID < -1 || c.Producer.InstanceID > 65535 {
+		bad("producer.instance_id", "must be -1 (derive) or 0..65535, got %d", c.Producer.InstanceID)
+	}
+	if c.Producer.MaxTrackedProducers < 1 {
+		bad("producer.max_tracked_producers", "must be at least 1")
+	}
+	if c.Fetch.RepollInterval <= 0 {
+		bad("fetch.repoll_interval", "must be positive")
+	}
+	return errors.Join(errs...)
+}

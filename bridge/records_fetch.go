@@ -1,0 +1,437 @@
+// Fetch side of the record mapping: Iggy messages -> Kafka record batches v2.
+
+package bridge
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/twmb/franz-go/pkg/kbin"
+)
+
+// SkipReason says why KafkaBatchWriter left a message out.
+type SkipReason uint8
+
+// Reasons for skipping a message on Fetch. A skipped message leaves an
+// offset gap the consumer steps over (as on a compacted topic).
+const (
+	// SkipUnknownVersion: kafka.v holds a mapping version other than 1.
+	SkipUnknownVersion SkipReason = iota + 1
+	// SkipBadMarker: a mapping header does not parse (kafka.v not one
+	// byte or repeated, kafka.value not null/empty, kafka.ts not epoch or
+	// with a nonzero origin timestamp, kafka.envelope not 0x01, kafka.key
+	// repeated).
+	SkipBadMarker
+	// SkipBadHeaders: the user-headers block breaks the TLV rules (the
+	// server stores it unvalidated).
+	SkipBadHeaders
+	// SkipBadEnvelope: kafka.envelope is set but the payload is not a
+	// well-formed envelope.
+	SkipBadEnvelope
+)
+
+// String names the reason for logs and metric labels.
+func (r SkipReason) String() string {
+	switch r {
+	case SkipUnknownVersion:
+		return "unknown_mapping_version"
+	case SkipBadMarker:
+		return "bad_marker"
+	case SkipBadHeaders:
+		return "bad_user_headers"
+	case SkipBadEnvelope:
+		return "bad_envelope"
+	}
+	return "unknown"
+}
+
+var (
+	// ErrKafkaBatchFull is returned by KafkaBatchWriter.Add when the record
+	// would take the batch past its byte limit. The message was not added.
+	ErrKafkaBatchFull = errors.New("bridge: kafka batch full")
+	// ErrKafkaBatchRange is returned by KafkaBatchWriter.Add when the
+	// message's offset is too far from the batch's base offset for an int32
+	// offset delta (or the batch holds 2^31-1 records): finish the batch and
+	// add the message to a new one.
+	ErrKafkaBatchRange = errors.New("bridge: message offset outside the kafka batch's range")
+	// ErrFetchOffsetOrder is returned by KafkaBatchWriter.Add for a message
+	// whose offset is not above the previous one's.
+	ErrFetchOffsetOrder = errors.New("bridge: iggy message offsets not increasing")
+)
+
+// KafkaBatchWriter builds Kafka record batches v2 from Iggy messages
+// (mapping version 1 inverted, KAFKA-ON-IGGY §2):
+//
+//	w.Begin(dst, maxBytes, first)
+//	for it.Next() {
+//		m := it.Message()
+//		if err := w.Add(&m); err != nil { ... ErrKafkaBatchFull: stop ... }
+//	}
+//	dst = w.Finish()
+//
+// or AppendBatches for exactly that. Batches have base offset = the first
+// message's Iggy offset, offset deltas from the real offsets (gaps allowed),
+// CreateTime, no compression, producer id/epoch/base sequence -1, partition
+// leader epoch -1, and a CRC32C.
+//
+// A message with a kafka.v header of 0x01 is restored exactly: key, value
+// (tombstone, empty), headers in their order, the timestamp (origin µs/1000;
+// origin 0 is -1, or 0 with kafka.ts=epoch) and envelopes. Other keys in such
+// a message (not written by the gateway) become headers under their own
+// names. A message without kafka.v was written by an Iggy client: null key,
+// the payload as value, every user header as a Kafka header under its own
+// name with the raw value bytes whatever their kind, timestamp = origin
+// µs/1000, or the append time when the origin is 0. A message whose marker
+// does not parse is skipped: OnSkip is called, Skipped counts it, and the
+// batch's lastOffsetDelta still covers it so the consumer moves past it. A
+// batch whose every message was skipped is written with zero records (as
+// compaction leaves them), which Kafka clients step over.
+//
+// The zero value is ready; it keeps scratch space between batches, so pool
+// it and encoding allocates nothing per record in steady state. Not safe
+// for concurrent use.
+type KafkaBatchWriter struct {
+	// OnSkip, when set, is called for every skipped message with its Iggy
+	// offset; the caller counts it and logs it rate-limited.
+	OnSkip func(offset uint64, reason SkipReason)
+
+	buf        []byte
+	start      int
+	limit      int
+	atLeastOne bool
+	n          int32 // records written
+	seen       bool  // any message seen (written or skipped)
+	base, last uint64
+	firstTS    int64
+	maxTS      int64
+	skipped    int
+
+	view recView
+	tlv  []recHeader // user headers of the current message
+	env  []recHeader // envelope headers of the current message
+}
+
+// Begin starts a batch appended to dst. The batch will not grow past
+// maxBytes (header included), except that with atLeastOne its first record
+// is always taken, however large (Kafka's rule for the first batch of a
+// Fetch response, so a consumer always makes progress). Use math.MaxInt for
+// no limit.
+func (w *KafkaBatchWriter) Begin(dst []byte, maxBytes int, atLeastOne bool) {
+	w.start = len(dst)
+	w.buf = append(dst, make([]byte, kbHeaderSize)...)
+	w.limit, w.atLeastOne = maxBytes, atLeastOne
+	w.n, w.seen, w.base, w.last = 0, false, 0, 0
+	w.firstTS, w.maxTS = -1, -1
+	w.skipped = 0
+}
+
+// Len returns the number of records in the batch.
+func (w *KafkaBatchWriter) Len() int { return int(w.n) }
+
+// Skipped returns the number of messages skipped since Begin.
+func (w *KafkaBatchWriter) Skipped() int { return w.skipped }
+
+// Size returns the batch's size so far, header included.
+func (w *KafkaBatchWriter) Size() int { return len(w.buf) - w.start }
+
+// NextOffset returns the offset after the last message added or skipped
+// (the offset a consumer fetches next), and false when none was.
+func (w *KafkaBatchWriter) NextOffset() (uint64, bool) { return w.last + 1, w.seen }
+
+// Add maps m into the batch as one record, or skips it (nil error, see
+// OnSkip). It returns ErrKafkaBatchFull when the record does not fit the
+// byte limit, ErrKafkaBatchRange when m cannot share this batch's base
+// offset, ErrFetchOffsetOrder when m.Offset is not above the previous
+// message's; in all three cases nothing changed.
+func (w *KafkaBatchWriter) Add(m *iggy.Message) error {
+	if w.seen {
+		if m.Offset <= w.last {
+			return ErrFetchOffsetOrder
+		}
+		if m.Offset-w.base > math.MaxInt32 || w.n == math.MaxInt32 {
+			return ErrKafkaBatchRange
+		}
+	}
+	ts, reason := w.decode(m)
+	if reason != 0 {
+		w.markSeen(m.Offset)
+		w.skipped++
+		if w.OnSkip != nil {
+			w.OnSkip(m.Offset, reason)
+		}
+		return nil
+	}
+	base := w.base
+	if !w.seen {
+		base = m.Offset
+	}
+	firstTS := w.firstTS
+	if w.n == 0 {
+		firstTS = ts
+	}
+	offDelta := int32(m.Offset - base)
+	tsDelta := ts - firstTS
+	v := &w.view
+
+	body := 1 + kbin.VarlongLen(tsDelta) + kbin.VarintLen(offDelta) +
+		recBytesLen(v.key, v.keyNull) + recBytesLen(v.value, v.valueNull) +
+		kbin.VarintLen(int32(len(v.headers)))
+	for i := range v.headers {
+		h := &v.headers[i]
+		body += recBytesLen(h.name, false) + recBytesLen(h.value, h.valueNull)
+	}
+	size := kbin.VarintLen(int32(body)) + body
+	if (w.n > 0 || !w.atLeastOne) && w.Size()+size > w.limit {
+		return ErrKafkaBatchFull
+	}
+
+	b := growBytes(w.buf, size)
+	b = kbin.AppendVarint(b, int32(body))
+	b = append(b, 0) // attributes
+	b = kbin.AppendVarlong(b, tsDelta)
+	b = kbin.AppendVarint(b, offDelta)
+	b = recAppendBytes(b, v.key, v.keyNull)
+	b = recAppendBytes(b, v.value, v.valueNull)
+	b = kbin.AppendVarint(b, int32(len(v.headers)))
+	for i := range v.headers {
+		h := &v.headers[i]
+		b = recAppendBytes(b, h.name, false)
+		b = recAppendBytes(b, h.value, h.valueNull)
+	}
+	w.buf = b
+	w.markSeen(m.Offset)
+	w.firstTS = firstTS
+	if w.n == 0 || ts > w.maxTS {
+		w.maxTS = ts
+	}
+	w.n++
+	return nil
+}
+
+func (w *KafkaBatchWriter) markSeen(off uint64) {
+	if !w.seen {
+		w.base, w.seen = off, true
+	}
+	w.last = off
+}
+
+// Finish completes the batch and returns dst (as given to Begin) extended
+// by it. Without any message seen, or when an all-skipped (empty) batch
+// does not fit the limit, dst is returned unchanged.
+func (w *KafkaBatchWriter) Finish() []byte {
+	if !w.seen || (w.n == 0 && !w.atLeastOne && kbHeaderSize > w.limit) {
+		return w.buf[:w.start]
+	}
+	h := w.buf[w.start:]
+	binary.BigEndian.PutUint64(h[kbBaseOffset:], w.base)
+	binary.BigEndian.PutUint32(h[kbLength:], uint32(len(h)-kbLeaderEpoch))
+	binary.BigEndian.PutUint32(h[kbLeaderEpoch:], math.MaxUint32) // -1
+	h[kbMagic] = 2
+	binary.BigEndian.PutUint16(h[kbAttributes:], 0)
+	binary.BigEndian.PutUint32(h[kbLastOffsetDelta:], uint32(w.last-w.base))
+	binary.BigEndian.PutUint64(h[kbFirstTimestamp:], uint64(w.firstTS))
+	binary.BigEndian.PutUint64(h[kbMaxTimestamp:], uint64(w.maxTS))
+	binary.BigEndian.PutUint64(h[kbProducerID:], math.MaxUint64)    // -1
+	binary.BigEndian.PutUint16(h[kbProducerEpoch:], math.MaxUint16) // -1
+	binary.BigEndian.PutUint32(h[kbBaseSequence:], math.MaxUint32)  // -1
+	binary.BigEndian.PutUint32(h[kbRecordCount:], uint32(w.n))
+	binary.BigEndian.PutUint32(h[kbCRC:], crc32.Checksum(h[kbCRCStart:], castagnoli))
+	return w.buf
+}
+
+// FetchBatchStats describes what AppendBatches did.
+type FetchBatchStats struct {
+	Batches    int    // Kafka batches appended
+	Records    int    // records in them
+	Skipped    int    // messages skipped (see SkipReason)
+	NextOffset uint64 // offset after the last message consumed (valid when Consumed)
+	Consumed   bool   // at least one message was added or skipped
+	Full       bool   // stopped at the byte limit with messages left in the iterator
+}
+
+// AppendBatches appends to dst Kafka batches built from the messages of it,
+// within maxBytes in total (header bytes included), with Kafka's rule that
+// atLeastOne makes the first record go in whatever its size. Normally that
+// is one batch; a new one starts only when offsets outgrow an int32 delta.
+// When a record does not fit, the message is left out and stats.Full is
+// set: the iterator has consumed it, so the caller resumes from
+// stats.NextOffset (the consumer's next fetch does exactly that). An error
+// of the iterator is returned with the batches built so far.
+func (w *KafkaBatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBytes int, atLeastOne bool) ([]byte, FetchBatchStats, error) {
+	var st FetchBatchStats
+	used := 0
+	w.Begin(dst, maxBytes, atLeastOne)
+	var m iggy.Message
+	pending := false
+	for {
+		if !pending {
+			if !it.Next() {
+				break
+			}
+			m = it.Message()
+		}
+		pending = false
+		err := w.Add(&m)
+		if err == nil {
+			continue
+		}
+		if err == ErrKafkaBatchRange { // own sentinels: identity is enough
+			dst, used = w.finishInto(&st, used)
+			w.Begin(dst, maxBytes-used, false)
+			pending = true
+			continue
+		}
+		if err == ErrKafkaBatchFull {
+			st.Full = true
+			break
+		}
+		dst, _ = w.finishInto(&st, used)
+		return dst, st, err
+	}
+	dst, _ = w.finishInto(&st, used)
+	return dst, st, it.Err()
+}
+
+// finishInto finishes the current batch, adds it to st and returns the
+// extended buffer and the bytes used so far.
+func (w *KafkaBatchWriter) finishInto(st *FetchBatchStats, used int) ([]byte, int) {
+	before := w.start
+	out := w.Finish()
+	if len(out) > before {
+		st.Batches++
+		used += len(out) - before
+	}
+	st.Records += int(w.n)
+	st.Skipped += w.skipped
+	if next, ok := w.NextOffset(); ok {
+		st.NextOffset, st.Consumed = next, true
+	}
+	return out, used
+}
+
+// decode fills w.view from m and returns the Kafka timestamp (ms), or the
+// reason to skip m.
+func (w *KafkaBatchWriter) decode(m *iggy.Message) (int64, SkipReason) {
+	v := &w.view
+	*v = recView{}
+	tlv := w.tlv[:0]
+	it := iggy.NewHeaderIter(m.Headers)
+	version := -1 // index of kafka.v in tlv
+	for it.Next() {
+		_, k := it.Key()
+		_, val := it.Value()
+		if string(k) == recHdrVersion {
+			if version >= 0 {
+				w.tlv = tlv
+				return 0, SkipBadMarker
+			}
+			version = len(tlv)
+		}
+		tlv = append(tlv, recHeader{name: k, value: val})
+	}
+	w.tlv = tlv
+	if it.Err() != nil {
+		return 0, SkipBadHeaders
+	}
+	if version < 0 {
+		// Written by an Iggy client.
+		v.value, v.keyNull, v.headers = m.Payload, true, tlv
+		ts := m.OriginTimestamp
+		if ts == 0 {
+			ts = m.Timestamp
+		}
+		return int64(ts / 1000), 0
+	}
+	switch ver := tlv[version].value; {
+	case len(ver) != 1:
+		return 0, SkipBadMarker
+	case ver[0] != RecordsMappingVersion:
+		return 0, SkipUnknownVersion
+	}
+	return w.decodeV1(m, tlv)
+}
+
+// decodeV1 inverts mapping version 1 for a message whose headers are tlv.
+func (w *KafkaBatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipReason) {
+	v := &w.view
+	v.keyNull = true
+	v.value = m.Payload
+	var haveKey, haveValue, epoch, envelope bool
+	out := tlv[:0] // Kafka headers, compacted in place (never ahead of the reader)
+	for i := range tlv {
+		h := tlv[i]
+		switch string(h.name) {
+		case recHdrVersion:
+		case recHdrKey:
+			if haveKey {
+				return 0, SkipBadMarker
+			}
+			haveKey, v.key, v.keyNull = true, h.value, false
+		case recHdrValue:
+			if haveValue {
+				return 0, SkipBadMarker
+			}
+			haveValue = true
+			switch string(h.value) {
+			case recStrNull:
+				v.value, v.valueNull = nil, true
+			case recStrEmpty:
+				v.value = m.Payload[:0]
+			default:
+				return 0, SkipBadMarker
+			}
+		case recHdrTS:
+			if epoch || string(h.value) != recStrEpoch {
+				return 0, SkipBadMarker
+			}
+			epoch = true
+		case recHdrEnvelope:
+			if envelope || len(h.value) != 1 || h.value[0] != recEnvelopeVersion {
+				return 0, SkipBadMarker
+			}
+			envelope = true
+		default:
+			if len(h.name) >= len(recHdrPrefix) && string(h.name[:len(recHdrPrefix)]) == recHdrPrefix {
+				h.name = h.name[len(recHdrPrefix):]
+			}
+			out = append(out, h)
+		}
+	}
+	v.headers = out
+	var ts int64 = -1
+	switch {
+	case epoch && m.OriginTimestamp != 0:
+		return 0, SkipBadMarker
+	case epoch:
+		ts = 0
+	case m.OriginTimestamp != 0:
+		ts = int64(m.OriginTimestamp / 1000)
+	}
+	if envelope {
+		var err error
+		if w.env, err = parseRecordEnvelope(m.Payload, v, w.env); err != nil {
+			return 0, SkipBadEnvelope
+		}
+	}
+	return ts, 0
+}
+
+// recBytesLen is the encoded size of Kafka varint-length bytes.
+func recBytesLen(b []byte, null bool) int {
+	if null {
+		return kbin.VarintLen(-1)
+	}
+	return kbin.VarintLen(int32(len(b))) + len(b)
+}
+
+// recAppendBytes appends Kafka varint-length bytes (-1 for null).
+func recAppendBytes(dst, b []byte, null bool) []byte {
+	if null {
+		return kbin.AppendVarint(dst, -1)
+	}
+	dst = kbin.AppendVarint(dst, int32(len(b)))
+	return append(dst, b...)
+}
