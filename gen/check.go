@@ -792,8 +792,15 @@ func (s *Schema) checkOption(o *OptionDef) error {
 	}
 	switch o.Parse {
 	case "compression", "duration", "byte_size", "bool", "decimal":
+		if len(o.Choices) > 0 {
+			return errAt(o.Pos, "option %s: choices apply to parse: choice", o.Key)
+		}
+	case "choice":
+		if len(o.Choices) == 0 || o.Kind != "String" {
+			return errAt(o.Pos, "option %s: parse: choice needs kind String and a choices list", o.Key)
+		}
 	default:
-		return errAt(o.Pos, "option %s: parse must be compression, duration, byte_size, bool or decimal", o.Key)
+		return errAt(o.Pos, "option %s: parse must be compression, duration, byte_size, bool, decimal or choice", o.Key)
 	}
 	if !o.Default.Set {
 		return errAt(o.Pos, "option %s: default is required", o.Key)

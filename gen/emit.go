@@ -603,6 +603,8 @@ func (s *Schema) emitOptions() string {
 	b.p("\tOptionParseBool")
 	b.p("\t// OptionParseCompression: a compression algorithm name.")
 	b.p("\tOptionParseCompression")
+	b.p("\t// OptionParseChoice: one of OptionSpec.Choices (case-insensitive).")
+	b.p("\tOptionParseChoice")
 	b.p(")")
 	b.p("")
 	b.p("// OptionSpec describes one option key of a catalog (schema/options.yaml).")
@@ -620,6 +622,7 @@ func (s *Schema) emitOptions() string {
 	b.p("\tHasMin, HasMax   bool            // Min/Max are meaningful")
 	b.p("\tMin, Max         uint64          // inclusive bounds of numeric values (besides zero-default and sentinel)")
 	b.p("\tMultipleOf       uint64          // numeric values must be a multiple of this (0 = no rule)")
+	b.p("\tChoices          []string        // allowed String values (OptionParseChoice)")
 	b.p("\tUpdatable        bool            // may be changed after creation")
 	b.p("\tDescription      string          // text DESCRIBE_OPTIONS returns")
 	b.p("\tSince, Until     ProtocolVersion // protocol window (0 = open)")
@@ -666,6 +669,13 @@ func (s *Schema) emitOptions() string {
 			}
 			if o.MultipleOf != 0 {
 				b.p("\t\tMultipleOf: %d,", o.MultipleOf)
+			}
+			if len(o.Choices) > 0 {
+				var q []string
+				for _, c := range o.Choices {
+					q = append(q, strconv.Quote(c))
+				}
+				b.p("\t\tChoices: []string{%s},", strings.Join(q, ", "))
 			}
 			if o.Updatable {
 				b.p("\t\tUpdatable: true,")

@@ -245,6 +245,7 @@ type OptionDef struct {
 	SentinelMeans    string   `yaml:"sentinel_means"`
 	Range            IntPair  `yaml:"range"`
 	MultipleOf       uint64   `yaml:"multiple_of"`
+	Choices          []string `yaml:"choices"`
 	Updatable        bool     `yaml:"updatable"`
 	Description      string   `yaml:"description"`
 	Doc              string   `yaml:"doc"`

@@ -17,6 +17,8 @@ const (
 	OptionParseBool
 	// OptionParseCompression: a compression algorithm name.
 	OptionParseCompression
+	// OptionParseChoice: one of OptionSpec.Choices (case-insensitive).
+	OptionParseChoice
 )
 
 // OptionSpec describes one option key of a catalog (schema/options.yaml).
@@ -34,6 +36,7 @@ type OptionSpec struct {
 	HasMin, HasMax   bool            // Min/Max are meaningful
 	Min, Max         uint64          // inclusive bounds of numeric values (besides zero-default and sentinel)
 	MultipleOf       uint64          // numeric values must be a multiple of this (0 = no rule)
+	Choices          []string        // allowed String values (OptionParseChoice)
 	Updatable        bool            // may be changed after creation
 	Description      string          // text DESCRIBE_OPTIONS returns
 	Since, Until     ProtocolVersion // protocol window (0 = open)
@@ -133,6 +136,24 @@ var TopicOptions = []OptionSpec{
 		Parse:       OptionParseBool,
 		Default:     []byte{0x00},
 		Description: "Whether segment files are preallocated: true or false (default false); if true, segment_size x partitions must stay within 64 GiB.",
+	},
+	{
+		// Not in the 0.11 reference's catalog, but the released Rust SDK 0.11.0 sends it (String replicated / persisted, case-insensitive) in every CREATE_TOPIC, so a server that refused it would break every SDK topic creation (docs/iggy-sdk-0.11-notes.md). Accepted on create, reported as an explicit option; a single-node server treats both values alike.
+		Key:         "durability",
+		Kind:        HeaderKindString,
+		Parse:       OptionParseChoice,
+		Default:     []byte{0x72, 0x65, 0x70, 0x6c, 0x69, 0x63, 0x61, 0x74, 0x65, 0x64},
+		Choices:     []string{"replicated", "persisted"},
+		Description: "Durability of messages: replicated (acknowledged once replicated) or persisted. Stored as given.",
+	},
+	{
+		// Companion of durability for consumer offsets; sent by the released Rust SDK 0.11.0 in every CREATE_TOPIC (see durability).
+		Key:         "consumer_offset_durability",
+		Kind:        HeaderKindString,
+		Parse:       OptionParseChoice,
+		Default:     []byte{0x72, 0x65, 0x70, 0x6c, 0x69, 0x63, 0x61, 0x74, 0x65, 0x64},
+		Choices:     []string{"replicated", "persisted"},
+		Description: "Durability of stored consumer offsets: replicated or persisted. Stored as given.",
 	},
 }
 

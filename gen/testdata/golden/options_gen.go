@@ -17,6 +17,8 @@ const (
 	OptionParseBool
 	// OptionParseCompression: a compression algorithm name.
 	OptionParseCompression
+	// OptionParseChoice: one of OptionSpec.Choices (case-insensitive).
+	OptionParseChoice
 )
 
 // OptionSpec describes one option key of a catalog (schema/options.yaml).
@@ -34,6 +36,7 @@ type OptionSpec struct {
 	HasMin, HasMax   bool            // Min/Max are meaningful
 	Min, Max         uint64          // inclusive bounds of numeric values (besides zero-default and sentinel)
 	MultipleOf       uint64          // numeric values must be a multiple of this (0 = no rule)
+	Choices          []string        // allowed String values (OptionParseChoice)
 	Updatable        bool            // may be changed after creation
 	Description      string          // text DESCRIBE_OPTIONS returns
 	Since, Until     ProtocolVersion // protocol window (0 = open)
