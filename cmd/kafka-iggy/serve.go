@@ -3,6 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/embedded"
 )
 
 // serve runs the sidecar. Until the Kafka data path lands it says so and exits 0.
@@ -11,8 +15,8 @@ func serve(args []string) int {
 	return 0
 }
 
-// embeddedIggy runs the embedded Iggy server.
+// embeddedIggy runs only the embedded Iggy-protocol server.
 func embeddedIggy(args []string) int {
-	fmt.Fprintln(os.Stderr, "kafka-iggy: the embedded Iggy server is not built yet")
-	return 1
+	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "embedded").Logger()
+	return embedded.Main(args, log)
 }
