@@ -1,0 +1,98 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions: v0-v4
+//
+// Behavior:
+// * Answers from the Table itself: every key it serves with its min and max
+//   version, sorted by key. What is advertised is exactly what is dispatched.
+// * A version outside what we serve gets a v0 response carrying
+//   UNSUPPORTED_VERSION (35) and only ApiVersions' own range (KIP-511); the
+//   client retries at that version. The front door (package proxy) sends the
+//   same answer, built by UnsupportedApiVersionsResponse, before decoding the
+//   body, since a newer body may not decode; the check here covers direct
+//   callers of the handler.
+// * No features: SupportedFeatures and FinalizedFeatures are empty and
+//   FinalizedFeaturesEpoch is -1, so no feature level (in particular no
+//   transaction version) is claimed.
+// * ClientSoftwareName and ClientSoftwareVersion (v3+) are accepted as sent.
+//   A broker answers INVALID_REQUEST (42) when they do not match
+//   [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?; being lenient breaks no client.
+// * ThrottleMillis is always 0.
+// * Quirk, handled by the front door: the ApiVersions response header is
+//   always v0 (correlation id only, no tag buffer), even at v3+, because a
+//   client reads it before it knows which versions the broker speaks.
+//
+// Version notes:
+// * v1: ThrottleMillis in the response
+// * v2: no wire change (throttling happens after the response, KIP-219)
+// * v3: flexible; ClientSoftwareName/ClientSoftwareVersion in the request
+//   (KIP-511); tagged SupportedFeatures, FinalizedFeaturesEpoch,
+//   FinalizedFeatures, ZkMigrationReady in the response (KIP-584)
+// * v4: no wire change (a SupportedFeatures MinVersion of 0 is allowed)
+// * v5 (not served): ClusterID and NodeID in the request (KIP-1242)
+//
+// Iggy commands: none
+
+// apiVersionsKey is the Kafka API key of ApiVersions.
+const apiVersionsKey int16 = 18
+
+// ApiVersionsMaxVersion is the highest ApiVersions version this file serves.
+const ApiVersionsMaxVersion int16 = 4
+
+// ApiVersionsAPI returns the Table row for ApiVersions (key 18, v0-v4). The
+// handler answers from the Table that table() returns; pass a func because
+// the Table is built from a row list that includes this row:
+//
+//	var t *bridge.Table
+//	t, err := bridge.NewTable(bridge.ApiVersionsAPI(func() *bridge.Table { return t }), ...)
+func ApiVersionsAPI(table func() *Table) API {
+	return API{
+		Key:        apiVersionsKey,
+		Name:       "ApiVersions",
+		MinVersion: 0,
+		MaxVersion: ApiVersionsMaxVersion,
+		Handle: func(_ context.Context, rq *Request) (kmsg.Response, error) {
+			return handleApiVersions(table(), rq)
+		},
+	}
+}
+
+func handleApiVersions(t *Table, rq *Request) (kmsg.Response, error) {
+	req, ok := rq.Msg.(*kmsg.ApiVersionsRequest)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("api versions: %w", ErrBadRequest)
+	}
+	minV, maxV, served := t.Versions(apiVersionsKey)
+	if !served {
+		return nil, fmt.Errorf("api versions: table has no row for key 18: %w", ErrUnknownAPI)
+	}
+	if req.Version < minV || req.Version > maxV {
+		return UnsupportedApiVersionsResponse(minV, maxV), nil
+	}
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	// Shared, read-only: the response is encoded and dropped, never changed.
+	resp.ApiKeys = t.advertised
+	return resp, nil
+}
+
+// UnsupportedApiVersionsResponse is the KIP-511 answer to an ApiVersions
+// request at a version we do not serve: a v0 response with
+// UNSUPPORTED_VERSION (35) listing only ApiVersions' own range
+// [minVersion, maxVersion]. Encode it with a v0 response header.
+func UnsupportedApiVersionsResponse(minVersion, maxVersion int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 0
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	k := kmsg.NewApiVersionsResponseApiKey()
+	k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, minVersion, maxVersion
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
+	return resp
+}

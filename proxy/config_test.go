@@ -1,0 +1,86 @@
+package proxy
+
+import (
+	"errors"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listener.Address != "127.0.0.1:9092" || cfg.Limits.MaxFrameBytes != 104857600 ||
+		cfg.Limits.MaxInFlight != 5 || cfg.Limits.IdleTimeout != 10*time.Minute ||
+		cfg.Limits.DrainTimeout != 30*time.Second || !cfg.Gnet.Multicore || !cfg.Gnet.TCPNoDelay ||
+		cfg.Gnet.LoadBalancing != LBRoundRobin {
+		t.Fatalf("defaults drifted from the documentation: %+v", cfg)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	cfg := Config{
+		Listener: ListenerConfig{Address: "0.0.0.0:0", AdvertisedPort: 70000},
+		Limits: LimitsConfig{
+			MaxFrameBytes: 5, MaxConnections: -1, MaxInFlight: 0, MaxInboundBytes: 1,
+			MaxOutboundBytes: -1, IdleTimeout: -time.Second, DrainTimeout: 0,
+		},
+		Gnet: GnetConfig{
+			NumEventLoop: -1, TCPKeepAlive: -1, ReadBufferCap: -1, WriteBufferCap: -1,
+			SocketRecvBuffer: -1, SocketSendBuffer: -1, ReusePort: true,
+			LoadBalancing: "random", WorkerPoolSize: 0, WorkerQueueSize: 0,
+		},
+	}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	msg := err.Error()
+	for _, key := range []string{
+		"listener.advertised_host", "listener.advertised_port", "gnet.reuse_port",
+		"limits.max_frame_bytes", "limits.max_connections", "limits.max_in_flight",
+		"limits.max_inbound_bytes", "limits.max_outbound_bytes", "limits.idle_timeout",
+		"limits.drain_timeout", "gnet.num_event_loop", "gnet.tcp_keep_alive",
+		"gnet.read_buffer_cap", "gnet.write_buffer_cap", "gnet.socket_recv_buffer",
+		"gnet.socket_send_buffer", "gnet.load_balancing", "gnet.worker_pool_size",
+		"gnet.worker_queue_size",
+	} {
+		if !strings.Contains(msg, key+":") {
+			t.Errorf("no problem reported for %s", key)
+		}
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 19 {
+		t.Errorf("want 19 joined problems, got:\n%v", err)
+	}
+
+	bad := DefaultConfig()
+	bad.Listener.Address = "localhost"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "listener.address:") {
+		t.Errorf("address without port: %v", err)
+	}
+}
+
+// Every config field carries a snake_case koanf tag (the key Validate and
+// the docs use).
+func TestConfigKoanfTags(t *testing.T) {
+	snake := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	var walk func(t reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			tag := f.Tag.Get("koanf")
+			if !snake.MatchString(tag) {
+				t.Errorf("%s%s: koanf tag %q", path, f.Name, tag)
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeOf(time.Duration(0)) {
+				walk(f.Type, path+tag+".")
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
+}

@@ -1,0 +1,243 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+)
+
+// connFlags is a small bitset of connection states (guarded by conn.mu).
+type connFlags uint8
+
+const (
+	// flagClosed: OnClose ran; nothing may touch the gnet.Conn any more.
+	flagClosed connFlags = 1 << iota
+	// flagPausedInFlight: reading stopped at max_in_flight; the write
+	// callback that drops below it wakes the connection.
+	flagPausedInFlight
+	// flagPausedOutbound: reading stopped because too many reply bytes are
+	// unsent; the ticker wakes the connection.
+	flagPausedOutbound
+)
+
+func (f *connFlags) set(x connFlags)       { *f |= x }
+func (f *connFlags) clear(x connFlags)     { *f &^= x }
+func (f connFlags) isSet(x connFlags) bool { return f&x != 0 }
+
+// slot is one entry of a connection's reorder ring.
+type slot struct {
+	ready bool
+	buf   *bytebufferpool.ByteBuffer // nil: the request has no reply
+}
+
+// conn is the front door's state for one client connection, stored in the
+// gnet.Conn's context. Fields marked "loop" are touched only on the
+// connection's event loop; the rest are guarded as noted.
+type conn struct {
+	s      *Server
+	gc     gnet.Conn // only its concurrency-safe methods off the loop
+	id     uint64
+	remote string
+	ctx    context.Context // cancelled when the connection closes
+	cancel context.CancelFunc
+
+	// loop
+	nextSeq  uint64
+	parked   *job // a request waiting for worker-queue space
+	clientID *string
+
+	// guarded by s.pool.mu
+	waitingPool bool
+
+	lastActive atomic.Int64 // unix nanoseconds of the last traffic
+
+	mu       sync.Mutex
+	why      closeInfo // first recorded close reason
+	flags    connFlags
+	inFlight int    // taken off the socket, reply not yet written
+	nextOut  uint64 // sequence of the next reply to write
+	ring     []slot // indexed by sequence % len(ring)
+}
+
+// closeInfo is why a connection closed: the reason, and what OnClose logs
+// beside it (the request at fault, an error, a size against its limit).
+type closeInfo struct {
+	reason       CloseReason
+	hasReq       bool
+	key, version int16
+	corrID       int32
+	err          error
+	size, limit  int64
+}
+
+// reqClose describes a close caused by one request.
+func reqClose(r CloseReason, key, version int16, corrID int32, err error) closeInfo {
+	return closeInfo{reason: r, hasReq: true, key: key, version: version, corrID: corrID, err: err}
+}
+
+// fail records why the connection is closing unless a reason is already
+// recorded (the first one wins). Safe off the loop.
+func (cs *conn) fail(ci closeInfo) {
+	cs.mu.Lock()
+	if cs.why.reason == CloseUnknown {
+		cs.why = ci
+	}
+	cs.mu.Unlock()
+}
+
+// closeWith records ci (unless a reason is already recorded) and asks gnet
+// to close the connection. Safe off the loop.
+func (cs *conn) closeWith(ci closeInfo) {
+	cs.mu.Lock()
+	if cs.why.reason == CloseUnknown {
+		cs.why = ci
+	}
+	if !cs.flags.isSet(flagClosed) {
+		_ = cs.gc.Close()
+	}
+	cs.mu.Unlock()
+}
+
+// wake makes gnet call OnTraffic again for this connection (to resume
+// reading). Safe off the loop. Called under no lock of cs.
+func (cs *conn) wake() {
+	cs.mu.Lock()
+	if !cs.flags.isSet(flagClosed) {
+		_ = cs.gc.Wake(nil)
+	}
+	cs.mu.Unlock()
+}
+
+// touch records traffic for the idle timeout.
+func (cs *conn) touch(now time.Time) { cs.lastActive.Store(now.UnixNano()) }
+
+// complete hands the reply of request seq (nil: no reply) to the reorder
+// ring and writes every reply that is now next in order with one
+// AsyncWritev. Safe off the loop; called once per request.
+func (cs *conn) complete(seq uint64, out *bytebufferpool.ByteBuffer) {
+	s := cs.s
+	cs.mu.Lock()
+	if cs.flags.isSet(flagClosed) {
+		cs.mu.Unlock()
+		if out != nil {
+			s.outPool.Put(out)
+		}
+		s.finish(1)
+		return
+	}
+	sl := &cs.ring[seq%uint64(len(cs.ring))]
+	sl.ready, sl.buf = true, out
+	if seq != cs.nextOut {
+		cs.mu.Unlock()
+		return
+	}
+	var wb *writeBatch
+	skipped := 0
+	for {
+		sl := &cs.ring[cs.nextOut%uint64(len(cs.ring))]
+		if !sl.ready {
+			break
+		}
+		if sl.buf == nil {
+			skipped++
+		} else {
+			if wb == nil {
+				wb = s.getBatch(cs)
+			}
+			wb.add(sl.buf)
+		}
+		*sl = slot{}
+		cs.nextOut++
+	}
+	written := 0
+	if wb != nil {
+		// Under cs.mu: AsyncWritev calls are queued FIFO, so issuing them
+		// in sequence order under the lock keeps replies in order; and
+		// OnClose cannot run in between, so the loop is still alive.
+		if err := cs.gc.AsyncWritev(wb.iov, wb.cb); err != nil {
+			// The callback will not run: release here.
+			written = len(wb.bufs)
+			wb.release()
+		}
+	}
+	done := skipped + written
+	if done > 0 {
+		cs.inFlight -= done
+		cs.maybeResumeLocked()
+	}
+	cs.mu.Unlock()
+	if done > 0 {
+		s.finish(done)
+	}
+}
+
+// maybeResumeLocked wakes a connection paused at max_in_flight once it is
+// below the cap again. cs.mu must be held.
+func (cs *conn) maybeResumeLocked() {
+	if cs.flags.isSet(flagPausedInFlight) && cs.inFlight < cs.s.cfg.Limits.MaxInFlight && !cs.flags.isSet(flagClosed) {
+		cs.flags.clear(flagPausedInFlight)
+		_ = cs.gc.Wake(nil)
+	}
+}
+
+// writeBatch is one AsyncWritev: the pooled reply buffers and their bytes.
+// Batches are pooled with their callback bound once, so a write allocates
+// nothing.
+type writeBatch struct {
+	s     *Server
+	cs    *conn
+	bufs  []*bytebufferpool.ByteBuffer
+	iov   [][]byte
+	bytes int
+	cb    gnet.AsyncCallback
+}
+
+func (wb *writeBatch) add(b *bytebufferpool.ByteBuffer) {
+	wb.bufs = append(wb.bufs, b)
+	wb.iov = append(wb.iov, b.B)
+	wb.bytes += len(b.B)
+}
+
+// release returns the buffers and the batch to their pools.
+func (wb *writeBatch) release() {
+	for i, b := range wb.bufs {
+		wb.s.outPool.Put(b)
+		wb.bufs[i] = nil
+		wb.iov[i] = nil
+	}
+	wb.bufs, wb.iov, wb.bytes, wb.cs = wb.bufs[:0], wb.iov[:0], 0, nil
+	wb.s.batchPool.Put(wb)
+}
+
+// written is the AsyncWritev callback. It runs on the connection's event
+// loop once the bytes are on the socket or in gnet's outbound buffer (or
+// the connection is gone), and must not block.
+func (wb *writeBatch) written(_ gnet.Conn, err error) error {
+	s, cs, n, bytes := wb.s, wb.cs, len(wb.bufs), wb.bytes
+	wb.release()
+	if err == nil {
+		s.metrics.BytesOut(bytes)
+		cs.touch(time.Now())
+	}
+	cs.mu.Lock()
+	cs.inFlight -= n
+	cs.maybeResumeLocked()
+	cs.mu.Unlock()
+	s.finish(n)
+	return nil
+}
+
+// job is one request on its way through a worker. Jobs are pooled.
+type job struct {
+	cs      *conn
+	seq     uint64
+	frame   *bytebufferpool.ByteBuffer // request frame, size prefix excluded
+	bodyOff int
+	rq      bridge.Request
+}
