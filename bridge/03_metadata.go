@@ -1,0 +1,181 @@
+package bridge
+
+// Metadata: v0-v13
+//
+// Behavior:
+//   - Brokers: this instance alone, at its advertised host and port; it is
+//     the controller and the leader of every partition (replicas = ISR =
+//     [self], leader epoch 0). The cluster id is derived from the Iggy
+//     cluster's name and node names, so every sidecar of one Iggy cluster
+//     reports the same id.
+//   - Topics: null (v1+) or empty (v0) lists every Kafka topic (the topics
+//     of topics.default_stream plus the overrides that exist). A listed topic
+//     that does not exist is created when the request allows it (always in
+//     v0-v3, AllowAutoTopicCreation in v4+) and topics.auto_create is on;
+//     otherwise it answers UNKNOWN_TOPIC_OR_PARTITION. Names Kafka refuses
+//     answer INVALID_TOPIC_EXCEPTION before any Iggy call.
+//   - Topic ids (v10+) are stable per topic (stream, name, creation time);
+//     topics requested by id (v10+ with a null name) are found by scanning.
+//   - Iggy failures answer the retriable code of errors.go per topic.
+//
+// Version notes: v13 adds a top-level error code (always 0 here).
+//
+// Iggy commands: GET_TOPICS (301), GET_TOPIC (300), CREATE_STREAM (202),
+// CREATE_TOPIC (302), GET_CLUSTER_METADATA (12).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+func (b *Bridge) metadataAPI() API {
+	return API{Key: 3, Name: "Metadata", MinVersion: 0, MaxVersion: 13, Handle: b.handleMetadata}
+}
+
+func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Version = rq.Version
+
+	self := b.self()
+	broker := kmsg.NewMetadataResponseBroker()
+	broker.NodeID = self.NodeID
+	broker.Host = self.Host
+	broker.Port = self.Port
+	broker.Rack = self.Rack
+	resp.Brokers = append(resp.Brokers, broker)
+	resp.ControllerID = self.NodeID
+	if id := b.clusterIDFor(ctx); id != "" {
+		resp.ClusterID = &id
+	}
+
+	allowCreate := b.cfg.Topics.AutoCreate && (rq.Version < 4 || req.AllowAutoTopicCreation)
+	all := req.Topics == nil || (rq.Version == 0 && len(req.Topics) == 0)
+
+	type want struct {
+		name   string
+		byID   bool
+		id     [16]byte
+		create bool
+	}
+	var wants []want
+	if all {
+		names, err := b.listTopics(ctx)
+		if err != nil {
+			// Nothing to list without Iggy: answer no topics; clients retry
+			// metadata on their own schedule.
+			b.log.Warn().Err(err).Uint32("iggy_code", iggyCode(err)).Msg("metadata: listing topics failed")
+		}
+		for _, n := range names {
+			wants = append(wants, want{name: n})
+		}
+	} else {
+		var byID map[[16]byte]string
+		for _, t := range req.Topics {
+			if t.Topic == nil {
+				if byID == nil {
+					byID = b.topicsByID(ctx)
+				}
+				n, ok := byID[t.TopicID]
+				wants = append(wants, want{name: n, byID: true, id: t.TopicID, create: ok})
+				continue
+			}
+			wants = append(wants, want{name: *t.Topic, create: allowCreate})
+		}
+	}
+
+	for _, w := range wants {
+		rt := kmsg.NewMetadataResponseTopic()
+		if w.byID && w.name == "" {
+			rt.TopicID = w.id
+			rt.ErrorCode = kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		name := w.name
+		rt.Topic = &name
+		if err := validTopicName(name); err != nil {
+			rt.ErrorCode = kerr.InvalidTopicException.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		var info *iggy.TopicInfo
+		var err error
+		if w.create && !w.byID {
+			info, err = b.ensureTopic(ctx, name, -1)
+		} else {
+			info, err = b.lookupTopic(ctx, name)
+		}
+		if err != nil {
+			rt.ErrorCode = kafkaCode(err, scopeData)
+			if rt.ErrorCode == kerr.UnknownServerError.Code {
+				b.log.Warn().Err(err).Str("topic", name).Uint32("iggy_code", iggyCode(err)).Msg("metadata: topic lookup failed")
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = topicID(info)
+		for p := int32(0); p < int32(info.PartitionsCount); p++ {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition = p
+			rp.Leader = self.NodeID
+			rp.LeaderEpoch = 0
+			rp.Replicas = []int32{self.NodeID}
+			rp.ISR = []int32{self.NodeID}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// topicsByID maps the topic ids of every listed topic to their names.
+func (b *Bridge) topicsByID(ctx context.Context) map[[16]byte]string {
+	out := map[[16]byte]string{}
+	names, err := b.listTopics(ctx)
+	if err != nil {
+		return out
+	}
+	for _, n := range names {
+		if info, err := b.lookupTopic(ctx, n); err == nil {
+			out[topicID(info)] = n
+		}
+	}
+	return out
+}
+
+// clusterIDFor returns the cluster id, deriving it once from
+// GET_CLUSTER_METADATA; while Iggy cannot be asked it returns "" and tries
+// again next time.
+func (b *Bridge) clusterIDFor(ctx context.Context) string {
+	b.clusterMu.Lock()
+	defer b.clusterMu.Unlock()
+	if b.clusterID != "" {
+		return b.clusterID
+	}
+	var md icodec.GetClusterMetadataResponse
+	if err := b.iggy.Do(ctx, &icodec.GetClusterMetadataRequest{}, &md); err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(md.Nodes))
+	for _, n := range md.Nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	h.Write([]byte(md.Name))
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+	}
+	b.clusterID = base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+	return b.clusterID
+}

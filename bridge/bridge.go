@@ -1,0 +1,159 @@
+// Package bridge serves Kafka APIs on Iggy: one file per Kafka API
+// (NN_name.go, NN = API key), each opening with the versions served, the
+// behaviour and the Iggy commands it uses; shared state in its own files
+// (records*.go: the record mapping; topics.go: TopicMapping; errors.go: the
+// Iggy-to-Kafka error table). One Table built in New drives both dispatch and
+// ApiVersions.
+package bridge
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+// Broker is this instance as Metadata advertises it.
+type Broker struct {
+	NodeID int32   // broker id (always the same for one instance)
+	Host   string  // advertised host (POD_IP in Kubernetes)
+	Port   int32   // advertised port
+	Rack   *string // optional rack
+}
+
+// Options are what New needs.
+type Options struct {
+	Config Config       // bridge settings (validated by New)
+	Client *iggy.Client // the Iggy session pool, started by the caller
+	Broker Broker       // this instance as advertised
+	Log    zerolog.Logger
+}
+
+// Bridge holds the Kafka-side state of the sidecar.
+type Bridge struct {
+	cfg    Config
+	log    zerolog.Logger
+	iggy   *iggy.Client
+	broker atomic.Pointer[Broker]
+	table  *Table
+	topics *topicMap
+	notify *notifier
+
+	clusterMu sync.Mutex
+	clusterID string // derived from the Iggy cluster on first use
+}
+
+// New builds a Bridge and its API table.
+func New(o Options) (*Bridge, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Client == nil {
+		return nil, errors.New("bridge: an Iggy client is required")
+	}
+	b := &Bridge{
+		cfg:    o.Config,
+		log:    o.Log,
+		iggy:   o.Client,
+		notify: newNotifier(),
+	}
+	broker := o.Broker
+	b.broker.Store(&broker)
+	b.topics = newTopicMap(o.Config.Topics)
+	t, err := NewTable(b.apis()...)
+	if err != nil {
+		return nil, err
+	}
+	b.table = t
+	return b, nil
+}
+
+// apis lists every Kafka API this bridge serves: the one list ApiVersions
+// is answered from.
+func (b *Bridge) apis() []API {
+	return []API{
+		ApiVersionsAPI(b.Table),
+		b.metadataAPI(),
+		b.produceAPI(),
+		b.fetchAPI(),
+		b.listOffsetsAPI(),
+		b.findCoordinatorAPI(),
+		b.createTopicsAPI(),
+		b.deleteTopicsAPI(),
+		b.describeConfigsAPI(),
+		b.alterConfigsAPI(),
+		b.createPartitionsAPI(),
+		b.incrementalAlterConfigsAPI(),
+		b.describeClusterAPI(),
+	}
+}
+
+// SetBroker changes the advertised address, for callers that learn the bound
+// port only after the listener started.
+func (b *Bridge) SetBroker(br Broker) { b.broker.Store(&br) }
+
+// self returns the advertised broker.
+func (b *Bridge) self() Broker { return *b.broker.Load() }
+
+// Table returns the dispatch table (it satisfies proxy.Dispatcher).
+func (b *Bridge) Table() *Table { return b.table }
+
+// Ready reports whether at least one Iggy session is up.
+func (b *Bridge) Ready() bool { return b.iggy.Ready() }
+
+// notifier wakes long-polling fetches when a local produce lands on a
+// partition (KAFKA-ON-IGGY §3: wake on local produce).
+type notifier struct {
+	mu      sync.Mutex
+	waiters map[partKey]map[chan struct{}]struct{}
+}
+
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+func newNotifier() *notifier { return &notifier{waiters: map[partKey]map[chan struct{}]struct{}{}} }
+
+// wait registers ch for wake-ups on the given partitions; the returned
+// function unregisters it.
+func (n *notifier) wait(ch chan struct{}, keys []partKey) func() {
+	n.mu.Lock()
+	for _, k := range keys {
+		m := n.waiters[k]
+		if m == nil {
+			m = map[chan struct{}]struct{}{}
+			n.waiters[k] = m
+		}
+		m[ch] = struct{}{}
+	}
+	n.mu.Unlock()
+	return func() {
+		n.mu.Lock()
+		for _, k := range keys {
+			if m := n.waiters[k]; m != nil {
+				delete(m, ch)
+				if len(m) == 0 {
+					delete(n.waiters, k)
+				}
+			}
+		}
+		n.mu.Unlock()
+	}
+}
+
+// wake signals every waiter of a partition (non-blocking: channels have a
+// buffer of one).
+func (n *notifier) wake(topic string, partition int32) {
+	n.mu.Lock()
+	for ch := range n.waiters[partKey{topic, partition}] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	n.mu.Unlock()
+}

@@ -1,0 +1,106 @@
+package bridge_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/proxy"
+)
+
+// stack is the whole sidecar in one process, over real TCP: the embedded Iggy
+// server, the Iggy session pool, the bridge and the gnet front door.
+type stack struct {
+	Iggy   *embedded.Server
+	Client *iggy.Client
+	Bridge *bridge.Bridge
+	Proxy  *proxy.Server
+	Addr   string // Kafka bootstrap address
+}
+
+// stackOpts tweaks a stack before it starts.
+type stackOpts struct {
+	embedded embedded.Config
+	client   iggy.Config
+	bridge   bridge.Config
+	proxy    proxy.Config
+}
+
+// startStack starts a stack on loopback ports and stops it when the test ends.
+func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
+	t.Helper()
+	o := stackOpts{
+		embedded: embedded.DefaultConfig(),
+		client:   iggy.DefaultConfig(),
+		bridge:   bridge.DefaultConfig(),
+		proxy:    proxy.DefaultConfig(),
+	}
+	o.embedded.Listen = "127.0.0.1:0"
+	o.proxy.Listener.Address = "127.0.0.1:0"
+	o.client.PoolSize = 2
+	for _, m := range mods {
+		m(&o)
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	srv, err := embedded.New(o.embedded, log.With().Str("component", "embedded").Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil { // TMP-ADMIN
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+
+	o.client.Address = srv.Addr().String()
+	cl, err := iggy.New(o.client, log.With().Str("component", "iggy").Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+
+	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := proxy.New(o.proxy, br.Table(), log.With().Str("component", "proxy").Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := px.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
+		defer c()
+		_ = px.Shutdown(sctx)
+	})
+	host, port, _ := net.SplitHostPort(px.Addr().String())
+	p, _ := strconv.Atoi(port)
+	br.SetBroker(bridge.Broker{NodeID: 0, Host: host, Port: int32(p)})
+	return &stack{Iggy: srv, Client: cl, Bridge: br, Proxy: px, Addr: px.Addr().String()}
+}
+
+// kgoClient returns a franz-go client of the stack, closed at test end.
+func (s *stack) kgoClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(s.Addr)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
