@@ -1,0 +1,17 @@
+package e2e
+
+// Target is one Kafka-protocol broker the suite runs against.
+type Target struct {
+	// Name labels the target in test names and failure messages.
+	Name string
+	// Bootstrap is the host:port a client dials first.
+	Bootstrap string
+	// Reference marks franz-go's kfake: the differential test compares every
+	// other target with it.
+	Reference bool
+	// KeepsProducerBatches is true when Fetch returns record batches as the
+	// producer sent them (kfake, a real Kafka broker), so the suite can check
+	// that the client really compressed with the codec under test. The
+	// sidecar re-encodes batches without compression, so it leaves this false.
+	KeepsProducerBatches bool
+}
