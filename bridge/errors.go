@@ -37,10 +37,16 @@ var statusToKafka = map[icodec.Status]int16{
 	icodec.StatusTooManyPartitions:         kerr.InvalidPartitions.Code,
 	icodec.StatusInvalidPartitionsCount:    kerr.InvalidPartitions.Code,
 	icodec.StatusPartitionIDSpaceExhausted: kerr.InvalidPartitions.Code,
+	icodec.StatusPartitionsLimitReached:    kerr.InvalidPartitions.Code,
 	icodec.StatusInvalidTopicName:          kerr.InvalidTopicException.Code,
 	icodec.StatusTooBigUserHeaders:         kerr.MessageTooLarge.Code,
 	icodec.StatusTooBigMessagePayload:      kerr.MessageTooLarge.Code,
 	icodec.StatusInvalidConsumerGroupName:  kerr.InvalidGroupID.Code,
+
+	// Iggy's id spaces (4096 topics per stream, 1048576 streams) limit
+	// creation cluster-wide: Kafka reports such limits as policy refusals.
+	icodec.StatusTooManyTopics:  kerr.PolicyViolation.Code,
+	icodec.StatusTooManyStreams: kerr.PolicyViolation.Code,
 }
 
 // kafkaCode maps an error from the Iggy client to the Kafka error code a

@@ -57,7 +57,9 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(context.Background()); err != nil { // TMP-ADMIN
+	// The server serves until Close or until its Start context ends, so it
+	// gets a context that lives as long as the test.
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })

@@ -1,0 +1,325 @@
+package bridge
+
+// CreateTopics: v0-v7
+//
+// Behavior:
+//   - Each topic is checked in Kafka's order, and the first failure is its
+//     answer: a name Kafka refuses (INVALID_TOPIC_EXCEPTION, Kafka's
+//     message); a name listed twice in the request (one INVALID_REQUEST
+//     "Duplicate topic name." for all its entries); an existing topic
+//     (TOPIC_ALREADY_EXISTS); a name that differs from an existing topic (or
+//     one created earlier in the request) only by '.' versus '_'
+//     (INVALID_TOPIC_EXCEPTION, as Kafka refuses metric-name collisions); a
+//     null config value (INVALID_CONFIG); the partitions and replication
+//     layout; the configs.
+//   - Layout, as a one-broker Kafka answers it: with a replica assignment,
+//     NumPartitions and ReplicationFactor must be -1 (INVALID_REQUEST), the
+//     partitions must be 0..n-1 once each and every replica list exactly
+//     [this broker] (INVALID_REPLICA_ASSIGNMENT otherwise); without one,
+//     ReplicationFactor -1 means 1, 1 is fine, 0 or below -1 and anything
+//     above 1 are INVALID_REPLICATION_FACTOR; NumPartitions -1 means
+//     topics.default_partitions, 0 or below -1 is INVALID_PARTITIONS, and
+//     more than Iggy's 1000 partitions per request is INVALID_PARTITIONS.
+//   - Configs map to Iggy topic options (topicconfig.go) over the gateway's
+//     topics.default_options; unknown keys, values out of Iggy's ranges,
+//     cleanup.policy=compact and retention.bytes × partitions below
+//     segment.bytes are INVALID_CONFIG naming the key. A config named twice:
+//     the last wins.
+//   - ValidateOnly (v1+) runs every check above, including the option values
+//     against Iggy's catalog, and creates nothing; its answer carries the
+//     configs the topic would get and a zero topic id.
+//   - v5+ answers carry the partition count, replication factor 1 and every
+//     mapped config with its source (as DescribeConfigs reports it) and
+//     read-only flag (IsSensitive false);
+//     failed topics carry -1, -1 and no configs, as Kafka does.
+//   - Iggy failures map through errors.go (scopeAdmin); TimeoutMillis is not
+//     used (Iggy answers a create once it is committed).
+//
+// Version notes:
+//   - v1: ValidateOnly; ErrorMessage
+//   - v2: ThrottleMillis
+//   - v3: no change
+//   - v4: -1 NumPartitions / ReplicationFactor select defaults (KIP-464);
+//     served at every version, which old clients never send
+//   - v5: flexible; NumPartitions, ReplicationFactor, Configs in the answer
+//   - v6: no change (a quota refusal is throttled, never here)
+//   - v7: TopicID in the answer
+//
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300), GET_TOPICS (301, for the
+// collision check), CREATE_STREAM (202), CREATE_TOPIC (302).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+func (b *Bridge) createTopicsAPI() API {
+	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics}
+}
+
+func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req, ok := rq.Msg.(*kmsg.CreateTopicsRequest)
+	if !ok {
+		return nil, fmt.Errorf("create topics: %w", ErrBadRequest)
+	}
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	resp.Version = rq.Version
+	validateOnly := rq.Version >= 1 && req.ValidateOnly
+
+	count := make(map[string]int, len(req.Topics))
+	for i := range req.Topics {
+		count[req.Topics[i].Topic]++
+	}
+	answeredDup := map[string]bool{}
+	cc := &collisionCheck{b: b}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if count[rt.Topic] > 1 {
+			if !answeredDup[rt.Topic] {
+				answeredDup[rt.Topic] = true
+				resp.Topics = append(resp.Topics, createTopicError(rt.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
+			}
+			continue
+		}
+		resp.Topics = append(resp.Topics, b.createTopic(ctx, rt, validateOnly, cc))
+	}
+	return resp, nil
+}
+
+// createTopicError is a failed topic of a CreateTopics answer.
+func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResponseTopic {
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic = name
+	st.ErrorCode = code
+	if msg != "" {
+		st.ErrorMessage = &msg
+	}
+	return st
+}
+
+// createTopic checks and creates one topic.
+func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, validateOnly bool, cc *collisionCheck) kmsg.CreateTopicsResponseTopic {
+	name := rt.Topic
+	if msg := topicNameProblem(name); msg != "" {
+		return createTopicError(name, kerr.InvalidTopicException.Code, msg)
+	}
+	iggyFail := func(err error) kmsg.CreateTopicsResponseTopic {
+		code, msg := b.adminError(name, "create topics", err)
+		return createTopicError(name, code, msg)
+	}
+	ref := b.topics.ref(name)
+	switch _, err := b.iggy.RefreshTopic(ctx, ref); {
+	case err == nil:
+		return createTopicError(name, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name))
+	case !iggy.IsNotFound(err):
+		return iggyFail(err)
+	}
+	if other, err := cc.collides(ctx, name); err != nil {
+		return iggyFail(err)
+	} else if other != "" {
+		return createTopicError(name, kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other))
+	}
+	configs := make([]kafkaConfigValue, 0, len(rt.Configs))
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			return createTopicError(name, kerr.InvalidConfig.Code, "Null value not supported for topic configs: "+c.Name)
+		}
+		configs = append(configs, kafkaConfigValue{name: c.Name, value: c.Value})
+	}
+	partitions, e := b.createLayout(rt)
+	if e != nil {
+		return createTopicError(name, e.code, e.msg)
+	}
+	opts, set, e := createOptions(b.topics.opts, configs, uint32(partitions))
+	if e != nil {
+		return createTopicError(name, e.code, e.msg)
+	}
+
+	st := kmsg.NewCreateTopicsResponseTopic()
+	st.Topic = name
+	if validateOnly {
+		fillCreated(&st, set, uint32(partitions), b.brokerDefaults())
+		return st
+	}
+	if err := b.ensureStream(ctx, ref.Stream); err != nil {
+		return iggyFail(err)
+	}
+	info, err := b.iggy.CreateTopic(ctx, ref, uint32(partitions), opts)
+	switch {
+	case errors.Is(err, icodec.StatusTopicNameAlreadyExists):
+		return createTopicError(name, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name))
+	case err != nil:
+		return iggyFail(err)
+	}
+	cc.created(name)
+	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Int32("partitions", partitions).Msg("created topic")
+	st.TopicID = topicID(info)
+	fillCreated(&st, optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions), info.PartitionsCount, b.brokerDefaults())
+	return st
+}
+
+// fillCreated sets the v5+ fields of a created (or validated) topic.
+func fillCreated(st *kmsg.CreateTopicsResponseTopic, set optionSet, partitions uint32, bd brokerDefaults) {
+	st.NumPartitions = int32(partitions)
+	st.ReplicationFactor = 1
+	for _, e := range topicEntries(set, partitions, bd, false) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name = e.name
+		v := e.value
+		c.Value = &v
+		c.ReadOnly = e.readOnly
+		c.Source = int8(e.source)
+		st.Configs = append(st.Configs, c)
+	}
+}
+
+// createLayout checks NumPartitions, ReplicationFactor and the replica
+// assignment as a one-broker Kafka does and returns the partition count.
+func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *configError) {
+	self := b.self().NodeID
+	var partitions int32
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.ReplicationFactor != -1 {
+			return 0, &configError{kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."}
+		}
+		if rt.NumPartitions != -1 {
+			return 0, &configError{kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."}
+		}
+		seen := make(map[int32]bool, len(rt.ReplicaAssignment))
+		for _, a := range rt.ReplicaAssignment {
+			if seen[a.Partition] {
+				return 0, &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)}
+			}
+			seen[a.Partition] = true
+			if e := checkReplicas(a.Replicas, self); e != nil {
+				return 0, e
+			}
+		}
+		for p := range int32(len(rt.ReplicaAssignment)) {
+			if !seen[p] {
+				return 0, &configError{kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"}
+			}
+		}
+		partitions = int32(len(rt.ReplicaAssignment))
+	} else {
+		switch rf := rt.ReplicationFactor; {
+		case rf < -1 || rf == 0:
+			return 0, &configError{kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."}
+		case rf > 1:
+			return 0, &configError{kerr.InvalidReplicationFactor.Code, fmt.Sprintf(
+				"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf)}
+		}
+		switch n := rt.NumPartitions; {
+		case n < -1 || n == 0:
+			return 0, &configError{kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."}
+		case n == -1:
+			partitions = b.cfg.Topics.DefaultPartitions
+		default:
+			partitions = n
+		}
+	}
+	if partitions > icodec.LimitMaxPartitionsPerRequest {
+		return 0, &configError{kerr.InvalidPartitions.Code, fmt.Sprintf(
+			"Number of partitions %d is above Iggy's limit of %d per topic creation.", partitions, icodec.LimitMaxPartitionsPerRequest)}
+	}
+	return partitions, nil
+}
+
+// checkReplicas checks one manual replica list against a one-broker
+// cluster: non-empty, each broker registered (only self is) and listed once.
+func checkReplicas(replicas []int32, self int32) *configError {
+	if len(replicas) == 0 {
+		return &configError{kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."}
+	}
+	for i, r := range replicas {
+		if r != self {
+			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+				"The manual partition assignment includes broker %d, but no such broker is registered.", r)}
+		}
+		if i > 0 {
+			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+				"The manual partition assignment includes the broker %d more than once.", r)}
+		}
+	}
+	return nil
+}
+
+// adminError maps an Iggy failure of an admin request on resource name to
+// a Kafka code and message. Failures without a Kafka equivalent
+// (UNKNOWN_SERVER_ERROR) are logged with their Iggy code and carry the Iggy
+// error as message; mapped ones carry none, as Kafka's do.
+func (b *Bridge) adminError(resource, api string, err error) (int16, string) {
+	code := kafkaCode(err, scopeAdmin)
+	if code != kerr.UnknownServerError.Code {
+		return code, ""
+	}
+	b.log.Warn().Err(err).Str("resource", resource).Uint32("iggy_code", iggyCode(err)).Msg(api + ": iggy call failed")
+	return code, err.Error()
+}
+
+// topicNameProblem returns Kafka's message for a topic name it refuses, or
+// "" for a valid name.
+func topicNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "Topic name is illegal, it can't be empty"
+	case name == "." || name == "..":
+		return `Topic name cannot be "." or ".."`
+	case len(name) > 249:
+		return "Topic name is illegal, it can't be longer than 249 characters, topic name: " + name
+	case validTopicName(name) != nil:
+		return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+	}
+	return ""
+}
+
+// collisionCheck finds topics whose names differ only by '.' versus '_'
+// (Kafka refuses them: their metric names collide). The topic list is read
+// once per request, and only when a name has either character.
+type collisionCheck struct {
+	b      *Bridge
+	loaded bool
+	byNorm map[string]string // normalized name -> a topic holding it
+}
+
+func normalizeTopicName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// collides returns an existing topic that collides with name ("" for none).
+func (c *collisionCheck) collides(ctx context.Context, name string) (string, error) {
+	if !strings.ContainsAny(name, "._") {
+		return "", nil
+	}
+	if !c.loaded {
+		names, err := c.b.listTopics(ctx)
+		if err != nil {
+			return "", err
+		}
+		c.loaded = true
+		if c.byNorm == nil {
+			c.byNorm = map[string]string{}
+		}
+		for _, n := range names {
+			c.byNorm[normalizeTopicName(n)] = n
+		}
+	}
+	if other, ok := c.byNorm[normalizeTopicName(name)]; ok && other != name {
+		return other, nil
+	}
+	return "", nil
+}
+
+// created records a topic this request created.
+func (c *collisionCheck) created(name string) {
+	if c.byNorm == nil {
+		c.byNorm = map[string]string{}
+	}
+	c.byNorm[normalizeTopicName(name)] = name
+}

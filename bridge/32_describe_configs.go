@@ -1,0 +1,159 @@
+package bridge
+
+// DescribeConfigs: v0-v4
+//
+// Behavior:
+//   - TOPIC resources: every Kafka config that maps to an Iggy topic option,
+//     plus cleanup.policy (always "delete"), sorted by name (topicconfig.go).
+//     Source is DYNAMIC_TOPIC_CONFIG for an option the topic's creator or an
+//     alter set, STATIC_BROKER_CONFIG for one holding the gateway's default
+//     (topics.default_options, the gateway's "broker config"), DEFAULT_CONFIG
+//     otherwise (Iggy's default). ReadOnly is true for configs Iggy
+//     fixes at creation (segment.bytes, flush.messages) and for
+//     cleanup.policy. The topic is read fresh from Iggy. A name Kafka
+//     refuses is INVALID_TOPIC_EXCEPTION with Kafka's message; an unknown
+//     topic UNKNOWN_TOPIC_OR_PARTITION.
+//   - BROKER resources: this gateway's node id lists broker.id, the defaults
+//     new topics get under their broker names (log.retention.ms, ...:
+//     STATIC_BROKER_CONFIG when topics.default_options sets them,
+//     DEFAULT_CONFIG otherwise), num.partitions, default.replication.factor,
+//     auto.create.topics.enable and delete.topic.enable, all read-only. The
+//     empty name (cluster-wide dynamic defaults) is an empty list, as on a
+//     Kafka cluster nobody altered. Another id is INVALID_REQUEST ("Unexpected
+//     broker id ..."), a non-numeric name INVALID_REQUEST.
+//   - Other resource types (BROKER_LOGGER, GROUP, CLIENT_METRICS, ...) are
+//     INVALID_REQUEST "Unsupported resource type".
+//   - ConfigNames null or empty lists every config; otherwise only those
+//     named (unknown names are skipped), as Kafka filters.
+//   - IsSensitive is always false; IsDefault (v0) is true for DEFAULT_CONFIG;
+//     synonyms only when IncludeSynonyms (v1+): the topic value when set,
+//     the gateway default, then Iggy's default under the broker name;
+//     Documentation is null, even with IncludeDocumentation.
+//
+// Version notes:
+//   - v1: IncludeSynonyms; Source and ConfigSynonyms replace IsDefault
+//   - v2: ThrottleMillis
+//   - v3: IncludeDocumentation; ConfigType and Documentation
+//   - v4: flexible
+//
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300).
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+func (b *Bridge) describeConfigsAPI() API {
+	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs}
+}
+
+func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req, ok := rq.Msg.(*kmsg.DescribeConfigsRequest)
+	if !ok {
+		return nil, fmt.Errorf("describe configs: %w", ErrBadRequest)
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	resp.Version = rq.Version
+	synonyms := rq.Version >= 1 && req.IncludeSynonyms
+
+	for i := range req.Resources {
+		rr := &req.Resources[i]
+		r := kmsg.NewDescribeConfigsResponseResource()
+		r.ResourceType = rr.ResourceType
+		r.ResourceName = rr.ResourceName
+		entries, code, msg := b.describeResource(ctx, rr.ResourceType, rr.ResourceName, synonyms)
+		r.ErrorCode = code
+		if msg != "" {
+			r.ErrorMessage = &msg
+		}
+		want := map[string]bool{}
+		for _, n := range rr.ConfigNames {
+			want[n] = true
+		}
+		for _, e := range entries {
+			if len(want) > 0 && !want[e.name] {
+				continue
+			}
+			r.Configs = append(r.Configs, describeEntry(e))
+		}
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp, nil
+}
+
+// describeEntry converts a configEntry to the wire shape.
+func describeEntry(e configEntry) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = e.name
+	v := e.value
+	c.Value = &v
+	c.ReadOnly = e.readOnly
+	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+	c.Source = e.source
+	c.IsSensitive = false
+	c.ConfigType = e.typ
+	for _, s := range e.synonyms {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		syn.Name = s.name
+		sv := s.value
+		syn.Value = &sv
+		syn.Source = s.source
+		c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+	}
+	return c
+}
+
+// describeResource lists the configs of one resource, or the Kafka error
+// code and message that answers it.
+func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, synonyms bool) ([]configEntry, int16, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if msg := topicNameProblem(name); msg != "" {
+			return nil, kerr.InvalidTopicException.Code, msg
+		}
+		info, err := b.iggy.RefreshTopic(ctx, b.topics.ref(name))
+		if err != nil {
+			if iggy.IsNotFound(err) {
+				return nil, kerr.UnknownTopicOrPartition.Code, ""
+			}
+			code, msg := b.adminError(name, "describe configs", err)
+			return nil, code, msg
+		}
+		set := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
+		return topicEntries(set, info.PartitionsCount, b.brokerDefaults(), synonyms), 0, ""
+	case kmsg.ConfigResourceTypeBroker:
+		if name == "" {
+			return nil, 0, ""
+		}
+		if code, msg := b.checkBrokerResource(name); code != 0 {
+			return nil, code, msg
+		}
+		self := b.self()
+		return brokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
+	}
+	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
+}
+
+// brokerDefaults are the defaults topics the gateway creates get.
+func (b *Bridge) brokerDefaults() brokerDefaults {
+	return newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions)
+}
+
+// checkBrokerResource checks a BROKER resource name other than "": it must
+// be this gateway's node id.
+func (b *Bridge) checkBrokerResource(name string) (int16, string) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return kerr.InvalidRequest.Code, "Broker id must be an integer, but it is: " + name
+	}
+	if self := b.self().NodeID; int32(id) != self {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, name)
+	}
+	return 0, ""
+}

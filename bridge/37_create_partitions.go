@@ -1,0 +1,170 @@
+package bridge
+
+// CreatePartitions: v0-v3
+//
+// Behavior:
+//   - Grows a topic to Count partitions, answered as Kafka's controller
+//     does: a topic listed twice gets one INVALID_REQUEST ("Duplicate topic
+//     name."); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a Count equal
+//     to or below the current count is INVALID_PARTITIONS (Kafka's
+//     messages); adding more than Iggy's 1000 partitions per request, or
+//     beyond its highest partition id, is INVALID_PARTITIONS.
+//   - An Assignment must list one replica list per new partition, each
+//     exactly [this broker] (INVALID_REPLICA_ASSIGNMENT otherwise), as on a
+//     one-broker Kafka.
+//   - ValidateOnly runs every check and adds nothing.
+//   - New partitions take the next ids (Iggy appends max+1...). Kafka's
+//     retention.bytes is per partition and Iggy's max_topic_size per topic,
+//     so an explicitly set max_topic_size is scaled by new/old partition
+//     count afterwards (UPDATE_TOPIC), keeping retention.bytes unchanged; if
+//     that update fails the partitions stay added and the failure is logged.
+//   - Iggy failures map through errors.go (scopeAdmin).
+//
+// Version notes:
+//   - v1: ThrottleMillis
+//   - v2: flexible
+//   - v3: no change
+//
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300), CREATE_PARTITIONS (402),
+// UPDATE_TOPIC (304).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+func (b *Bridge) createPartitionsAPI() API {
+	return API{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions}
+}
+
+func (b *Bridge) handleCreatePartitions(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req, ok := rq.Msg.(*kmsg.CreatePartitionsRequest)
+	if !ok {
+		return nil, fmt.Errorf("create partitions: %w", ErrBadRequest)
+	}
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	resp.Version = rq.Version
+
+	answer := func(name string, code int16, msg string) {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = name
+		st.ErrorCode = code
+		if msg != "" {
+			st.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	count := make(map[string]int, len(req.Topics))
+	for i := range req.Topics {
+		count[req.Topics[i].Topic]++
+	}
+	dupDone := map[string]bool{}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		if count[rt.Topic] > 1 {
+			if !dupDone[rt.Topic] {
+				dupDone[rt.Topic] = true
+				answer(rt.Topic, kerr.InvalidRequest.Code, "Duplicate topic name.")
+			}
+			continue
+		}
+		code, msg := b.createPartitions(ctx, rt, req.ValidateOnly)
+		answer(rt.Topic, code, msg)
+	}
+	return resp, nil
+}
+
+// createPartitions checks and grows one topic.
+func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitionsRequestTopic, validateOnly bool) (int16, string) {
+	name := rt.Topic
+	if validTopicName(name) != nil {
+		return kerr.UnknownTopicOrPartition.Code, ""
+	}
+	ref := b.topics.ref(name)
+	info, err := b.iggy.RefreshTopic(ctx, ref)
+	if err != nil {
+		if iggy.IsNotFound(err) {
+			return kerr.UnknownTopicOrPartition.Code, ""
+		}
+		return b.adminError(name, "create partitions", err)
+	}
+	cur := int64(info.PartitionsCount)
+	want := int64(rt.Count)
+	switch {
+	case want == cur:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Topic already has %d partition(s).", cur)
+	case want < cur:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("The topic %s currently has %d partition(s); %d would not be an increase.", name, cur, want)
+	case want-cur > icodec.LimitMaxPartitionsPerRequest:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Iggy adds at most %d partitions per request; %d were asked for.", icodec.LimitMaxPartitionsPerRequest, want-cur)
+	case want-1 > icodec.LimitMaxPartitionID:
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("Iggy's highest partition id is %d.", icodec.LimitMaxPartitionID)
+	}
+	add := want - cur
+	if rt.Assignment != nil {
+		if int64(len(rt.Assignment)) != add {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+				"Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(rt.Assignment))
+		}
+		self := b.self().NodeID
+		for _, a := range rt.Assignment {
+			if e := checkReplicas(a.Replicas, self); e != nil {
+				return e.code, e.msg
+			}
+		}
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	req := &icodec.CreatePartitionsRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), PartitionsCount: uint32(add)}
+	err = b.iggy.Do(ctx, req, nil)
+	b.iggy.InvalidateTopic(ref)
+	if err != nil {
+		if iggy.IsNotFound(err) {
+			return kerr.UnknownTopicOrPartition.Code, ""
+		}
+		return b.adminError(name, "create partitions", err)
+	}
+	b.log.Info().Str("topic", name).Int64("partitions", want).Msg("added partitions")
+	b.rescaleTopicSize(ctx, ref, info, uint32(want))
+	return 0, ""
+}
+
+// rescaleTopicSize keeps retention.bytes (per partition) unchanged when a
+// topic grows from info.PartitionsCount to partitions partitions: an
+// explicitly set max_topic_size (per topic) is scaled by the same factor.
+func (b *Bridge) rescaleTopicSize(ctx context.Context, ref iggy.TopicRef, info *iggy.TopicInfo, partitions uint32) {
+	set := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	old := set.vals[optMaxTopicSize]
+	if !set.explicit[optMaxTopicSize] || old == math.MaxUint64 || info.PartitionsCount == 0 {
+		return
+	}
+	spec, ok := icodec.LookupOption(icodec.TopicOptions, optMaxTopicSize)
+	if !ok {
+		return
+	}
+	hi, lo := bits.Mul64(old/uint64(info.PartitionsCount), uint64(partitions))
+	next := lo
+	if hi != 0 || lo == math.MaxUint64 {
+		next = math.MaxUint64
+	}
+	if next <= old {
+		return
+	}
+	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic,
+		Options: icodec.Options{encodeOption(spec, next)}}
+	err := b.iggy.Do(ctx, req, nil)
+	b.iggy.InvalidateTopic(ref)
+	if err != nil {
+		b.log.Warn().Err(err).Str("topic", ref.Topic).Uint32("iggy_code", iggyCode(err)).Uint64("max_topic_size", next).
+			Msg("create partitions: scaling max_topic_size failed; retention.bytes now reads lower")
+	}
+}

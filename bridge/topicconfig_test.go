@@ -1,0 +1,590 @@
+package bridge
+
+import (
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+func u64opt(key string, v uint64) icodec.Option {
+	return icodec.Option{Key: key, Kind: icodec.HeaderKindUint64, Value: binary.LittleEndian.AppendUint64(nil, v)}
+}
+
+func stropt(key, v string) icodec.Option {
+	return icodec.Option{Key: key, Kind: icodec.HeaderKindString, Value: []byte(v)}
+}
+
+func sp(s string) *string { return &s }
+
+func TestParseHumanDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		us   uint64
+		fail bool
+	}{
+		{in: "7 days", us: 7 * 86400e6},
+		{in: "1h 30m", us: 5400e6},
+		{in: "1h30m", us: 5400e6},
+		{in: "90s", us: 90e6},
+		{in: "1 hour 2 minutes 3 seconds", us: 3723e6},
+		{in: "250ms", us: 250e3},
+		{in: "1500us", us: 1500},
+		{in: "1500ns", us: 1},
+		{in: "1 month", us: 2630016e6},
+		{in: "1y", us: 31557600e6},
+		{in: "  2 w ", us: 2 * 604800e6},
+		{in: "4294967295s", us: 4294967295e6},
+		{in: "4294967296s", fail: true}, // above 2^32-1 s
+		{in: "99999999999999999999s", fail: true},
+		{in: "", fail: true},
+		{in: "10", fail: true},
+		{in: "days", fail: true},
+		{in: "1 fortnight", fail: true},
+		{in: "-1s", fail: true},
+		{in: "1.5h", fail: true},
+	} {
+		us, ok := parseHumanDuration(tc.in)
+		if ok == tc.fail || (ok && us != tc.us) {
+			t.Errorf("parseHumanDuration(%q) = %d, %v; want %d, ok=%v", tc.in, us, ok, tc.us, !tc.fail)
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    uint64
+		fail bool
+	}{
+		{in: "1024", n: 1024},
+		{in: "1 GiB", n: 1 << 30},
+		{in: "500MB", n: 500e6},
+		{in: "128 mib", n: 128 << 20},
+		{in: "1.5 GB", n: 1.5e9},
+		{in: "1.5 B", n: 1},
+		{in: "16 EiB", fail: true}, // 2^64: beyond u64
+		{in: "15 EiB", n: 15 << 60},
+		{in: "", fail: true},
+		{in: "GB", fail: true},
+		{in: "1..5 GB", fail: true},
+		{in: ".", fail: true},
+		{in: "1 XB", fail: true},
+		{in: "-5 MB", fail: true},
+		{in: "1e3", fail: true},
+	} {
+		n, ok := parseByteSize(tc.in)
+		if ok == tc.fail || (ok && n != tc.n) {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d, ok=%v", tc.in, n, ok, tc.n, !tc.fail)
+		}
+	}
+}
+
+func TestParseOptionValue(t *testing.T) {
+	spec := func(k string) *icodec.OptionSpec {
+		s, ok := icodec.LookupOption(icodec.TopicOptions, k)
+		if !ok {
+			t.Fatalf("catalog has no %s", k)
+		}
+		return s
+	}
+	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	u64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	for _, tc := range []struct {
+		name string
+		key  string
+		kind icodec.HeaderKind
+		data []byte
+		want uint64
+		ok   bool
+	}{
+		{"expiry canonical", optMessageExpiry, icodec.HeaderKindUint64, u64(5e6), 5e6, true},
+		{"expiry string", optMessageExpiry, icodec.HeaderKindString, []byte("1h"), 3600e6, true},
+		{"expiry never", optMessageExpiry, icodec.HeaderKindString, []byte("never_expire"), math.MaxUint64, true},
+		{"expiry default", optMessageExpiry, icodec.HeaderKindString, []byte("server_default"), 0, true},
+		{"expiry short bytes", optMessageExpiry, icodec.HeaderKindUint64, []byte{1, 2, 3}, 0, false},
+		{"expiry wrong kind", optMessageExpiry, icodec.HeaderKindUint32, u32(1), 0, false},
+		{"size string", optMaxTopicSize, icodec.HeaderKindString, []byte("2 GiB"), 2 << 30, true},
+		{"size unlimited", optMaxTopicSize, icodec.HeaderKindString, []byte("unlimited"), math.MaxUint64, true},
+		{"segment in range", optSegmentSize, icodec.HeaderKindUint64, u64(1 << 20), 1 << 20, true},
+		{"segment not multiple of 512", optSegmentSize, icodec.HeaderKindUint64, u64(1<<20 + 1), 0, false},
+		{"segment too big", optSegmentSize, icodec.HeaderKindString, []byte("2 GiB"), 0, false},
+		{"segment zero is default", optSegmentSize, icodec.HeaderKindUint64, u64(0), 0, true},
+		{"messages canonical", optMessagesToSave, icodec.HeaderKindUint32, u32(10), 10, true},
+		{"messages zero refused", optMessagesToSave, icodec.HeaderKindString, []byte("0"), 0, false},
+		{"messages above max", optMessagesToSave, icodec.HeaderKindUint32, u32(16777217), 0, false},
+		{"compression string", optCompression, icodec.HeaderKindString, []byte("gzip"), 2, true},
+		{"compression upper", optCompression, icodec.HeaderKindString, []byte("GZIP"), 2, true},
+		{"compression uint8", optCompression, icodec.HeaderKindUint8, []byte{1}, 1, true},
+		{"compression bad code", optCompression, icodec.HeaderKindUint8, []byte{3}, 0, false},
+		{"compression zstd", optCompression, icodec.HeaderKindString, []byte("zstd"), 0, false},
+		{"bool", "enforce_fsync", icodec.HeaderKindBool, []byte{1}, 1, true},
+		{"bool 2", "enforce_fsync", icodec.HeaderKindBool, []byte{2}, 0, false},
+		{"bool string", "enforce_fsync", icodec.HeaderKindString, []byte("true"), 1, true},
+		{"choice", "durability", icodec.HeaderKindString, []byte("Persisted"), 1, true},
+		{"choice unknown", "durability", icodec.HeaderKindString, []byte("fast"), 0, false},
+		{"bad utf8", optMessageExpiry, icodec.HeaderKindString, []byte{0xff, 's'}, 0, false},
+		{"empty data", optMessageExpiry, icodec.HeaderKindUint64, nil, 0, false},
+	} {
+		got, ok := parseOptionValue(spec(tc.key), tc.kind, tc.data)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: got %d, %v; want %d, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCreateOptions(t *testing.T) {
+	type want struct {
+		opts map[string]uint64 // Iggy key -> canonical value sent
+		code int16
+		msg  string // substring of the refusal
+	}
+	for _, tc := range []struct {
+		name       string
+		defaults   icodec.Options
+		configs    map[string]string
+		partitions uint32
+		want       want
+	}{
+		{name: "none", partitions: 1, want: want{opts: map[string]uint64{}}},
+		{name: "retention.ms", partitions: 1, configs: map[string]string{"retention.ms": "60000"},
+			want: want{opts: map[string]uint64{optMessageExpiry: 60e6}}},
+		{name: "retention.ms -1", partitions: 1, configs: map[string]string{"retention.ms": "-1"},
+			want: want{opts: map[string]uint64{optMessageExpiry: math.MaxUint64}}},
+		{name: "retention.ms 0 is 1 µs", partitions: 1, configs: map[string]string{"retention.ms": "0"},
+			want: want{opts: map[string]uint64{optMessageExpiry: 1}}},
+		{name: "retention.ms huge is never", partitions: 1, configs: map[string]string{"retention.ms": "9223372036854775807"},
+			want: want{opts: map[string]uint64{optMessageExpiry: math.MaxUint64}}},
+		{name: "retention.ms -2", partitions: 1, configs: map[string]string{"retention.ms": "-2"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Invalid value -2 for configuration retention.ms: Value must be at least -1"}},
+		{name: "retention.ms text", partitions: 1, configs: map[string]string{"retention.ms": "7d"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Not a number of type LONG"}},
+		{name: "retention.bytes per partition", partitions: 4, configs: map[string]string{"retention.bytes": "1073741824"},
+			want: want{opts: map[string]uint64{optMaxTopicSize: 4 << 30}}},
+		{name: "retention.bytes below segment", partitions: 2, configs: map[string]string{"retention.bytes": "1048576"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "configuration retention.bytes"}},
+		{name: "retention.bytes with small segments", partitions: 2,
+			configs: map[string]string{"retention.bytes": "1048576", "segment.bytes": "1048576"},
+			want:    want{opts: map[string]uint64{optMaxTopicSize: 2 << 20, optSegmentSize: 1 << 20}}},
+		{name: "retention.bytes 0", partitions: 1, configs: map[string]string{"retention.bytes": "0"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "retention.bytes"}},
+		{name: "retention.bytes overflow is unlimited", partitions: 1000, configs: map[string]string{"retention.bytes": "9223372036854775807"},
+			want: want{opts: map[string]uint64{optMaxTopicSize: math.MaxUint64}}},
+		{name: "segment.bytes odd", partitions: 1, configs: map[string]string{"segment.bytes": "1048577"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "multiple of 512 between 1048576 and 1073741824"}},
+		{name: "segment.bytes beyond int", partitions: 1, configs: map[string]string{"segment.bytes": "4294967296"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Not a number of type INT"}},
+		{name: "flush.messages", partitions: 1, configs: map[string]string{"flush.messages": "100"},
+			want: want{opts: map[string]uint64{optMessagesToSave: 100}}},
+		{name: "flush.messages kafka default refused", partitions: 1, configs: map[string]string{"flush.messages": "9223372036854775807"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "flush.messages"}},
+		{name: "compression gzip", partitions: 1, configs: map[string]string{"compression.type": "gzip"},
+			want: want{opts: map[string]uint64{optCompression: uint64(icodec.CompressionAlgorithmGzip)}}},
+		{name: "compression uncompressed", partitions: 1, configs: map[string]string{"compression.type": "uncompressed"},
+			want: want{opts: map[string]uint64{optCompression: uint64(icodec.CompressionAlgorithmNone)}}},
+		{name: "compression zstd", partitions: 1, configs: map[string]string{"compression.type": "zstd"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "compression.type"}},
+		{name: "cleanup delete", partitions: 1, configs: map[string]string{"cleanup.policy": "delete"},
+			want: want{opts: map[string]uint64{}}},
+		{name: "cleanup compact", partitions: 1, configs: map[string]string{"cleanup.policy": "compact"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Iggy has no log compaction"}},
+		{name: "cleanup compact,delete", partitions: 1, configs: map[string]string{"cleanup.policy": "delete, compact"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "compaction"}},
+		{name: "cleanup empty", partitions: 1, configs: map[string]string{"cleanup.policy": ""},
+			want: want{code: kerr.InvalidConfig.Code, msg: "cleanup.policy"}},
+		{name: "unknown", partitions: 1, configs: map[string]string{"foo.bar": "1"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Unknown topic config name: foo.bar"}},
+		{name: "kafka-only key", partitions: 1, configs: map[string]string{"min.insync.replicas": "1"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "min.insync.replicas is not supported"}},
+		{name: "gateway defaults kept", partitions: 1, defaults: icodec.Options{stropt(optMessageExpiry, "7 days"), stropt("enforce_fsync", "true")},
+			want: want{opts: map[string]uint64{optMessageExpiry: 7 * 86400e6, "enforce_fsync": 1}}},
+		{name: "request overrides gateway default", partitions: 1, defaults: icodec.Options{stropt(optMessageExpiry, "7 days")},
+			configs: map[string]string{"retention.ms": "1000"},
+			want:    want{opts: map[string]uint64{optMessageExpiry: 1e6}}},
+		{name: "gateway choice default", partitions: 1, defaults: icodec.Options{stropt("durability", "persisted")},
+			want: want{opts: map[string]uint64{"durability": 1}}},
+		{name: "bad gateway default", partitions: 1, defaults: icodec.Options{stropt(optMessageExpiry, "soon")},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Gateway default topic option message_expiry=soon"}},
+		{name: "preallocation budget", partitions: 65, defaults: icodec.Options{stropt(optPreallocate, "true")},
+			want: want{code: kerr.InvalidConfig.Code, msg: "preallocate_segments"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfgs []kafkaConfigValue
+			for k, v := range tc.configs {
+				cfgs = append(cfgs, kafkaConfigValue{name: k, value: sp(v)})
+			}
+			opts, set, e := createOptions(tc.defaults, cfgs, tc.partitions)
+			if tc.want.code != 0 {
+				if e == nil || e.code != tc.want.code || !strings.Contains(e.msg, tc.want.msg) {
+					t.Fatalf("got %+v, want code %d with %q", e, tc.want.code, tc.want.msg)
+				}
+				return
+			}
+			if e != nil {
+				t.Fatalf("refused: %s", e.msg)
+			}
+			if len(opts) != len(tc.want.opts) {
+				t.Fatalf("sent %d options %+v, want %v", len(opts), opts, tc.want.opts)
+			}
+			for _, o := range opts {
+				spec, _ := icodec.LookupOption(icodec.TopicOptions, o.Key)
+				v, ok := parseOptionValue(spec, o.Kind, o.Value)
+				if w, in := tc.want.opts[o.Key]; !ok || !in || v != w {
+					t.Errorf("option %s = %d (ok %v), want %d", o.Key, v, ok, w)
+				}
+				if set.vals[o.Key] != v || !set.explicit[o.Key] {
+					t.Errorf("set %s = %d explicit %v", o.Key, set.vals[o.Key], set.explicit[o.Key])
+				}
+			}
+		})
+	}
+}
+
+// TestCreateDescribeRoundTrip: what a topic created with Kafka configs
+// reports back is what was asked (server-side canonical re-encoding is the
+// identity on the options the gateway sends).
+func TestCreateDescribeRoundTrip(t *testing.T) {
+	configs := map[string]string{
+		"retention.ms": "3600000", "retention.bytes": "2147483648", "segment.bytes": "16777216",
+		"compression.type": "gzip", "flush.messages": "50", "cleanup.policy": "delete",
+	}
+	var cfgs []kafkaConfigValue
+	for k, v := range configs {
+		cfgs = append(cfgs, kafkaConfigValue{name: k, value: sp(v)})
+	}
+	opts, _, e := createOptions(nil, cfgs, 3)
+	if e != nil {
+		t.Fatal(e.msg)
+	}
+	entries := topicEntries(optionSetOf(opts, nil), 3, newBrokerDefaults(nil, 1), true)
+	if len(entries) != len(topicConfigs) {
+		t.Fatalf("entries: %+v", entries)
+	}
+	for _, e := range entries {
+		if e.value != configs[e.name] {
+			t.Errorf("%s = %q, want %q", e.name, e.value, configs[e.name])
+		}
+		wantSource := kmsg.ConfigSourceDynamicTopicConfig
+		if e.name == cleanupPolicyName {
+			wantSource = kmsg.ConfigSourceDefaultConfig
+		}
+		if e.source != wantSource {
+			t.Errorf("%s source %v", e.name, e.source)
+		}
+		wantRO := e.name == "segment.bytes" || e.name == "flush.messages" || e.name == cleanupPolicyName
+		if e.readOnly != wantRO {
+			t.Errorf("%s read-only %v", e.name, e.readOnly)
+		}
+		if len(e.synonyms) == 0 || e.synonyms[len(e.synonyms)-1].source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("%s synonyms %+v", e.name, e.synonyms)
+		}
+		if e.source == kmsg.ConfigSourceDynamicTopicConfig && (e.synonyms[0].name != e.name || e.synonyms[0].value != e.value) {
+			t.Errorf("%s first synonym %+v", e.name, e.synonyms[0])
+		}
+	}
+	for i := 1; i < len(entries); i++ {
+		if entries[i-1].name >= entries[i].name {
+			t.Errorf("not sorted: %s before %s", entries[i-1].name, entries[i].name)
+		}
+	}
+}
+
+func TestTopicEntriesDefaults(t *testing.T) {
+	// A fresh Iggy topic: everything derived; and one whose explicit block
+	// holds the default markers an alter wrote.
+	var derived icodec.Options
+	for i := range icodec.TopicOptions {
+		s := &icodec.TopicOptions[i]
+		derived = append(derived, icodec.Option{Key: s.Key, Kind: s.Kind, Value: s.Default})
+	}
+	markers := icodec.Options{
+		u64opt(optMessageExpiry, 0), u64opt(optMaxTopicSize, 0),
+		{Key: optCompression, Kind: icodec.HeaderKindUint8, Value: []byte{1}},
+	}
+	want := map[string]string{
+		"cleanup.policy": "delete", "compression.type": "none", "flush.messages": "1024",
+		"retention.bytes": "-1", "retention.ms": "-1", "segment.bytes": "1073741824",
+	}
+	for name, explicit := range map[string]icodec.Options{"derived": nil, "markers": markers} {
+		for _, e := range topicEntries(optionSetOf(explicit, derived), 2, newBrokerDefaults(nil, 1), false) {
+			if e.value != want[e.name] || e.source != kmsg.ConfigSourceDefaultConfig || e.synonyms != nil {
+				t.Errorf("%s: %+v", name, e)
+			}
+		}
+	}
+	// An explicit value written by another Iggy client as a String, and an
+	// unparsable one (read as the default).
+	set := optionSetOf(icodec.Options{stropt(optMessageExpiry, "2h"), stropt(optMaxTopicSize, "lots")}, derived)
+	if set.vals[optMessageExpiry] != 7200e6 || !set.explicit[optMessageExpiry] {
+		t.Errorf("string expiry: %d %v", set.vals[optMessageExpiry], set.explicit[optMessageExpiry])
+	}
+	if set.vals[optMaxTopicSize] != math.MaxUint64 || set.explicit[optMaxTopicSize] {
+		t.Errorf("bad size: %d %v", set.vals[optMaxTopicSize], set.explicit[optMaxTopicSize])
+	}
+}
+
+// TestTopicEntriesGatewayDefaults: a topic holding the gateway's default
+// option reports it as STATIC_BROKER_CONFIG (a Kafka topic inheriting the
+// broker's config); another explicit value is DYNAMIC_TOPIC_CONFIG with the
+// gateway default among its synonyms.
+func TestTopicEntriesGatewayDefaults(t *testing.T) {
+	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2)
+	set := optionSetOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
+	got := map[string]configEntry{}
+	for _, e := range topicEntries(set, 4, bd, true) {
+		got[e.name] = e
+	}
+	ms, bytes := got["retention.ms"], got["retention.bytes"]
+	if ms.value != "86400000" || ms.source != kmsg.ConfigSourceStaticBrokerConfig || len(ms.synonyms) != 2 ||
+		ms.synonyms[0] != (configSynonym{"log.retention.ms", "86400000", kmsg.ConfigSourceStaticBrokerConfig}) ||
+		ms.synonyms[1] != (configSynonym{"log.retention.ms", "-1", kmsg.ConfigSourceDefaultConfig}) {
+		t.Errorf("retention.ms: %+v", ms)
+	}
+	if bytes.value != "2147483648" || bytes.source != kmsg.ConfigSourceDynamicTopicConfig || len(bytes.synonyms) != 3 ||
+		bytes.synonyms[0].source != kmsg.ConfigSourceDynamicTopicConfig || bytes.synonyms[1] != (configSynonym{"log.retention.bytes", "1073741824", kmsg.ConfigSourceStaticBrokerConfig}) {
+		t.Errorf("retention.bytes: %+v", bytes)
+	}
+}
+
+func TestPlanAlter(t *testing.T) {
+	// The current topic: 2 partitions, retention.ms and segment.bytes set.
+	cur := optionSetOf(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, nil)
+	set := func(n, v string) alterOp { return alterOp{name: n, op: kmsg.IncrementalAlterConfigOpSet, value: sp(v)} }
+	del := func(n string) alterOp { return alterOp{name: n, op: kmsg.IncrementalAlterConfigOpDelete} }
+	op := func(n string, o kmsg.IncrementalAlterConfigOp, v string) alterOp {
+		return alterOp{name: n, op: o, value: sp(v)}
+	}
+	reset := func(key string) string { // how a reset marker reads back
+		spec, _ := icodec.LookupOption(icodec.TopicOptions, key)
+		return string(resetOption(spec).Value)
+	}
+	type patchWant map[string]string                                                          // Iggy key -> Kafka value, or "reset"
+	gw := icodec.Options{stropt(optMessageExpiry, "7 days"), stropt(optSegmentSize, "2 MiB")} // gateway defaults
+	for _, tc := range []struct {
+		name     string
+		ops      []alterOp
+		replace  bool
+		defaults icodec.Options
+		patch    patchWant
+		code     int16
+		msg      string
+	}{
+		{name: "incremental set", ops: []alterOp{set("retention.bytes", "10485760")},
+			patch: patchWant{optMaxTopicSize: "10485760"}},
+		{name: "incremental delete", ops: []alterOp{del("retention.ms")}, patch: patchWant{optMessageExpiry: "reset"}},
+		{name: "replace resets unnamed", replace: true, ops: []alterOp{set("compression.type", "gzip")},
+			patch: patchWant{optCompression: "gzip", optMessageExpiry: "reset", optMaxTopicSize: "reset"}},
+		{name: "replace nothing resets all", replace: true,
+			patch: patchWant{optCompression: "reset", optMessageExpiry: "reset", optMaxTopicSize: "reset"}},
+		{name: "create-only same value", ops: []alterOp{set("segment.bytes", "1048576")}, patch: patchWant{}},
+		{name: "create-only new value", ops: []alterOp{set("segment.bytes", "2097152")},
+			code: kerr.InvalidConfig.Code, msg: "Cannot alter segment.bytes"},
+		{name: "create-only delete when set", ops: []alterOp{del("segment.bytes")},
+			code: kerr.InvalidConfig.Code, msg: "Cannot delete segment.bytes"},
+		{name: "create-only delete when default", ops: []alterOp{del("flush.messages")}, patch: patchWant{}},
+		{name: "cleanup delete", ops: []alterOp{set("cleanup.policy", "delete")}, patch: patchWant{}},
+		{name: "cleanup compact", ops: []alterOp{set("cleanup.policy", "compact")}, code: kerr.InvalidConfig.Code, msg: "compaction"},
+		{name: "cleanup append compact", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")},
+			code: kerr.InvalidConfig.Code, msg: "compaction"},
+		{name: "cleanup subtract delete", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete")},
+			code: kerr.InvalidConfig.Code, msg: "only delete"},
+		{name: "cleanup delete op", ops: []alterOp{del("cleanup.policy")}, patch: patchWant{}},
+		{name: "append on scalar", ops: []alterOp{op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "1")},
+			code: kerr.InvalidConfig.Code, msg: "Can't APPEND to key retention.ms because its type is not LIST."},
+		{name: "unknown op", ops: []alterOp{op("retention.ms", 9, "1")}, code: kerr.InvalidRequest.Code, msg: "Unknown operations type 9"},
+		{name: "unknown key", ops: []alterOp{set("foo", "1")}, code: kerr.InvalidConfig.Code, msg: "Unknown topic config name: foo"},
+		{name: "unknown key delete", ops: []alterOp{del("foo")}, code: kerr.InvalidConfig.Code, msg: "foo"},
+		{name: "null value", ops: []alterOp{{name: "retention.ms", op: kmsg.IncrementalAlterConfigOpSet}},
+			code: kerr.InvalidRequest.Code, msg: "Null value not supported for : retention.ms"},
+		{name: "duplicate key", ops: []alterOp{set("retention.ms", "1"), set("retention.ms", "2")},
+			code: kerr.InvalidRequest.Code, msg: "duplicate config keys"},
+		{name: "bad value", ops: []alterOp{set("retention.ms", "x")}, code: kerr.InvalidConfig.Code, msg: "Invalid value x for configuration retention.ms"},
+		{name: "delete falls back to the gateway default", defaults: gw, ops: []alterOp{del("retention.ms")},
+			patch: patchWant{optMessageExpiry: "604800000"}},
+		{name: "replace falls back to the gateway default", defaults: gw, replace: true,
+			patch: patchWant{optCompression: "reset", optMessageExpiry: "604800000", optMaxTopicSize: "reset"}},
+		{name: "create-only delete to another gateway default", defaults: gw, ops: []alterOp{del("segment.bytes")},
+			code: kerr.InvalidConfig.Code, msg: "Cannot delete segment.bytes"},
+		{name: "size below segment", ops: []alterOp{set("retention.bytes", "1000")}, code: kerr.InvalidConfig.Code, msg: "retention.bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bd := newBrokerDefaults(tc.defaults, 1)
+			patch, next, e := planAlter(cur, 2, tc.ops, tc.replace, bd)
+			if tc.code != 0 {
+				if e == nil || e.code != tc.code || !strings.Contains(e.msg, tc.msg) {
+					t.Fatalf("got %+v, want %d %q", e, tc.code, tc.msg)
+				}
+				return
+			}
+			if e != nil {
+				t.Fatalf("refused: %s", e.msg)
+			}
+			if len(patch) != len(tc.patch) {
+				t.Fatalf("patch %+v, want %v", patch, tc.patch)
+			}
+			for _, o := range patch {
+				w, ok := tc.patch[o.Key]
+				if !ok {
+					t.Fatalf("unexpected %s in patch", o.Key)
+				}
+				if w == "reset" {
+					if string(o.Value) != reset(o.Key) {
+						t.Errorf("%s not a reset marker: %v", o.Key, o.Value)
+					}
+					continue
+				}
+				tcfg := kafkaNameOf(o.Key)
+				spec, _ := icodec.LookupOption(icodec.TopicOptions, o.Key)
+				v, ok := parseOptionValue(spec, o.Kind, o.Value)
+				if !ok || tcfg.toKafka(v, 2) != w {
+					t.Errorf("%s = %d, want Kafka %s", o.Key, v, w)
+				}
+			}
+			// The plan's resulting set is what describing the patched
+			// topic gives.
+			after := optionSetOf(patchOptions(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, patch), nil)
+			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
+				if after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k] {
+					t.Errorf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])
+				}
+			}
+		})
+	}
+}
+
+// patchOptions applies an UPDATE_TOPIC block as Iggy does: sent keys replace
+// (or join) the explicit block verbatim.
+func patchOptions(explicit, patch icodec.Options) icodec.Options {
+	out := append(icodec.Options(nil), explicit...)
+	for _, p := range patch {
+		replaced := false
+		for i := range out {
+			if out[i].Key == p.Key {
+				out[i], replaced = p, true
+			}
+		}
+		if !replaced {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// kafkaNameOf finds the mapping entry of an Iggy key.
+func kafkaNameOf(key string) *topicConfig {
+	for i := range topicConfigs {
+		if topicConfigs[i].option == key {
+			return &topicConfigs[i]
+		}
+	}
+	return nil
+}
+
+func TestBrokerEntries(t *testing.T) {
+	rack := "r1"
+	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 4)
+	got := map[string]configEntry{}
+	for _, e := range brokerEntries(7, &rack, bd, true, true) {
+		got[e.name] = e
+		if !e.readOnly || len(e.synonyms) == 0 || e.synonyms[0].name != e.name {
+			t.Errorf("%+v", e)
+		}
+	}
+	for name, w := range map[string]struct {
+		value  string
+		source kmsg.ConfigSource
+	}{
+		"broker.id":                   {"7", kmsg.ConfigSourceStaticBrokerConfig},
+		"broker.rack":                 {"r1", kmsg.ConfigSourceStaticBrokerConfig},
+		"num.partitions":              {"4", kmsg.ConfigSourceStaticBrokerConfig},
+		"default.replication.factor":  {"1", kmsg.ConfigSourceDefaultConfig},
+		"auto.create.topics.enable":   {"true", kmsg.ConfigSourceStaticBrokerConfig},
+		"log.retention.ms":            {"86400000", kmsg.ConfigSourceStaticBrokerConfig},
+		"log.retention.bytes":         {"1073741824", kmsg.ConfigSourceStaticBrokerConfig},
+		"log.segment.bytes":           {"1073741824", kmsg.ConfigSourceDefaultConfig},
+		"log.cleanup.policy":          {"delete", kmsg.ConfigSourceDefaultConfig},
+		"compression.type":            {"none", kmsg.ConfigSourceDefaultConfig},
+		"log.flush.interval.messages": {"1024", kmsg.ConfigSourceDefaultConfig},
+	} {
+		e, ok := got[name]
+		if !ok || e.value != w.value || e.source != w.source {
+			t.Errorf("%s: %+v, want %+v", name, e, w)
+		}
+	}
+	if s := got["log.retention.ms"].synonyms; len(s) != 2 || s[1].source != kmsg.ConfigSourceDefaultConfig || s[1].value != "-1" {
+		t.Errorf("log.retention.ms synonyms %+v", s)
+	}
+}
+
+// TestKafkaCodeAdmin: the Iggy outcomes the admin APIs meet, through the
+// one table of errors.go.
+func TestKafkaCodeAdmin(t *testing.T) {
+	for st, want := range map[icodec.Status]int16{
+		icodec.StatusTopicNameAlreadyExists:     kerr.TopicAlreadyExists.Code,
+		icodec.StatusUnsupportedOptionKey:       kerr.InvalidConfig.Code,
+		icodec.StatusInvalidOptionValue:         kerr.InvalidConfig.Code,
+		icodec.StatusInvalidTopicSize:           kerr.InvalidConfig.Code,
+		icodec.StatusTooManyPartitions:          kerr.InvalidPartitions.Code,
+		icodec.StatusPartitionsLimitReached:     kerr.InvalidPartitions.Code,
+		icodec.StatusTooManyTopics:              kerr.PolicyViolation.Code,
+		icodec.StatusTooManyStreams:             kerr.PolicyViolation.Code,
+		icodec.StatusTopicIDNotFound:            kerr.UnknownTopicOrPartition.Code,
+		icodec.StatusStreamIDNotFound:           kerr.UnknownTopicOrPartition.Code,
+		icodec.StatusUnauthorized:               kerr.TopicAuthorizationFailed.Code,
+		icodec.StatusTransientNotCommitted:      kerr.RequestTimedOut.Code,
+		icodec.StatusCannotCreateTopicDirectory: kerr.UnknownServerError.Code,
+	} {
+		if got := kafkaCode(st, scopeAdmin); got != want {
+			t.Errorf("%v: %d, want %d", st, got, want)
+		}
+	}
+}
+
+func TestTopicNameProblem(t *testing.T) {
+	for name, want := range map[string]string{
+		"ok.topic_1-x":           "",
+		"":                       "can't be empty",
+		".":                      `cannot be "." or ".."`,
+		strings.Repeat("a", 250): "longer than 249",
+		"a/b":                    "contains a character other than",
+	} {
+		got := topicNameProblem(name)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%q: %q, want %q", name, got, want)
+		}
+	}
+}
+
+// FuzzTopicConfigs: no input panics the mapping, and a plan that is
+// accepted reads back as planned.
+func FuzzTopicConfigs(f *testing.F) {
+	for _, s := range []string{"retention.ms=100", "retention.bytes=-1", "segment.bytes=1048576", "compression.type=gzip",
+		"cleanup.policy=delete,compact", "flush.messages=1", "x=y", "retention.ms=9223372036854775807", "retention.bytes=1e9"} {
+		f.Add(s, uint32(3), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, kv string, partitions uint32, op uint8) {
+		name, value, _ := strings.Cut(kv, "=")
+		partitions %= 1001
+		_, _, _ = createOptions(icodec.Options{stropt(optMessageExpiry, value), stropt(optMaxTopicSize, value)},
+			[]kafkaConfigValue{{name: name, value: &value}}, partitions)
+		cur := optionSetOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
+		bd := newBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions))
+		patch, next, e := planAlter(cur, partitions, []alterOp{{name: name, op: kmsg.IncrementalAlterConfigOp(op % 5), value: &value}}, op%2 == 0, bd)
+		if e == nil {
+			after := optionSetOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)
+			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
+				if _, sent := patch.Get(k); sent && (after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k]) {
+					t.Fatalf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])
+				}
+			}
+		}
+		_ = topicEntries(cur, partitions, bd, true)
+		_, _ = parseHumanDuration(value)
+		_, _ = parseByteSize(value)
+	})
+}
