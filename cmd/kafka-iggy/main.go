@@ -33,6 +33,8 @@ func run(args []string) int {
 		return serve(args)
 	case "embedded-iggy":
 		return embeddedIggy(args)
+	case "check-config":
+		return runCheckConfig(args, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		usage()
 		return 0
@@ -48,6 +50,11 @@ func usage() {
 commands:
   serve          run the sidecar (default)
   embedded-iggy  run only the embedded Iggy-protocol server
+  check-config   print the effective configuration (secrets masked) and every problem
   version        print the version
+
+serve and check-config take --config FILE, KAFKA_IGGY_* environment variables
+("__" between nested keys) and one --<key>=<value> flag per key; see
+docs/OPERATIONS.md.
 `)
 }

@@ -1,22 +1,145 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/proxy"
+	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
 )
 
-// serve runs the sidecar. Until the Kafka data path lands it says so and exits 0.
+// serve runs the sidecar until SIGINT or SIGTERM and returns the exit status.
 func serve(args []string) int {
-	fmt.Fprintln(os.Stderr, "kafka-iggy: the Kafka front door is not wired yet; `kafka-iggy embedded-iggy` runs the embedded Iggy server")
+	cfg, err := loadConfig(args, os.Environ())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kafka-iggy:", err)
+		return 2
+	}
+	log := newLogger(cfg.Log, os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := runSidecar(ctx, cfg, log, nil); err != nil {
+		log.Error().Err(err).Msg("kafka-iggy stopped with an error")
+		return 1
+	}
 	return 0
+}
+
+// started reports the addresses a running sidecar listens on (tests use it).
+type started struct {
+	Kafka string // Kafka listener
+	Admin string // admin listener ("" when disabled)
+	Iggy  string // Iggy server the sidecar talks to
+}
+
+// runSidecar starts every part in dependency order — the embedded Iggy server
+// (when no upstream is configured), the Iggy session pool, the bridge, the
+// Kafka front door, the admin listener — and runs until ctx ends. Then
+// readiness drops first, the front door drains in-flight requests within
+// limits.drain_timeout, and everything closes in reverse order.
+func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart func(started)) error {
+	metrics := admin.NewMetrics(version)
+	ready := admin.NewReadiness()
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+
+	if cfg.UseEmbedded() {
+		emb, err := embedded.New(cfg.Embedded.Server, log)
+		if err != nil {
+			return err
+		}
+		if err := emb.Start(context.Background()); err != nil {
+			return fmt.Errorf("embedded Iggy server: %w", err)
+		}
+		closers = append(closers, func() { _ = emb.Close() })
+		cfg.Iggy.Address = emb.Addr().String()
+		log.Info().Str("iggy_address", cfg.Iggy.Address).Msg("embedded Iggy server started (no iggy.address configured)")
+	}
+
+	client, err := iggy.New(cfg.Iggy, log.With().Str("component", "iggy").Logger(),
+		iggy.WithMetrics(metrics.Iggy()), iggy.WithClientVersion(version))
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() { _ = client.Close() })
+	// The pool keeps reconnecting on its own; the sidecar starts serving
+	// right away and /readyz says when Iggy is reachable.
+	go func() {
+		if err := client.Start(ctx); err != nil && ctx.Err() == nil {
+			log.Error().Err(err).Str("iggy_address", cfg.Iggy.Address).Msg("Iggy refused the login; check iggy.username/password or iggy.personal_access_token")
+		}
+	}()
+
+	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger()})
+	if err != nil {
+		return err
+	}
+	px, err := proxy.New(cfg.Proxy, br.Table(), log, proxy.WithMetrics(metrics.Proxy()))
+	if err != nil {
+		return err
+	}
+	if err := px.Start(ctx); err != nil {
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	host, port := px.Advertised()
+	br.SetBroker(bridge.Broker{NodeID: 0, Host: host, Port: port})
+	ready.AddCheck("kafka_listener", func() bool { return true })
+	ready.AddCheck("iggy_session", client.Ready)
+
+	var adm *admin.Server
+	if cfg.Admin.Enabled {
+		adm = admin.New(cfg.Admin, metrics, ready, log.With().Str("component", "admin").Logger())
+		if err := adm.Start(ctx); err != nil {
+			_ = px.Shutdown(context.Background())
+			return fmt.Errorf("admin listener: %w", err)
+		}
+		closers = append(closers, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = adm.Shutdown(sctx)
+		})
+	}
+	st := started{Kafka: px.Addr().String(), Iggy: cfg.Iggy.Address}
+	if adm != nil {
+		st.Admin = adm.Addr().String()
+	}
+	log.Info().Str("kafka_address", st.Kafka).Str("advertised", fmt.Sprintf("%s:%d", host, port)).
+		Str("admin_address", st.Admin).Str("iggy_address", st.Iggy).Str("version", version).Msg("kafka-iggy ready for Kafka clients")
+	if onStart != nil {
+		onStart(st)
+	}
+
+	<-ctx.Done()
+	log.Info().Msg("shutting down: readiness off, draining in-flight requests")
+	ready.SetDraining()
+	if d := cfg.Shutdown.UnreadyDelay; d > 0 {
+		t := time.NewTimer(d)
+		<-t.C
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.Proxy.Limits.DrainTimeout)
+	defer cancel()
+	if err := px.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn().Err(err).Msg("kafka listener shutdown")
+	}
+	return nil
 }
 
 // embeddedIggy runs only the embedded Iggy-protocol server.
 func embeddedIggy(args []string) int {
-	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "embedded").Logger()
+	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
 	return embedded.Main(args, log)
 }

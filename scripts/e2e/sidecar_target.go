@@ -1,19 +1,120 @@
 package e2e
 
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
 // ---------------------------------------------------------------------------
-// THE SIDECAR HOOK: the one place to change to run the whole suite against
+// THE SIDECAR HOOK: the one place that runs the whole suite against
 // kafka-iggy.
 //
-// startSidecar starts a kafka-iggy sidecar (for example in-process, backed by
-// the embedded Iggy server, listening on 127.0.0.1:0) and returns it as a
-// Target. It runs at most once per test binary; stop runs after every test has
-// finished. Return ok=false while the sidecar cannot serve Kafka yet: the
-// suite then runs against kfake alone. Return an error when the sidecar should
-// start but could not: every test that asks for targets fails with it.
+// startSidecar builds cmd/kafka-iggy and runs `kafka-iggy serve` as a separate
+// process — the shape it has in a pod — backed by the embedded Iggy server,
+// every listener on a free loopback port. It reads the bound Kafka address
+// from the "ready for Kafka clients" log line. It runs at most once per test
+// binary; stop ends the process after every test has finished.
 //
-// Leave KeepsProducerBatches false (the sidecar's Fetch re-encodes batches
+// KeepsProducerBatches stays false (the sidecar's Fetch re-encodes batches
 // uncompressed) and Reference false.
 // ---------------------------------------------------------------------------
 func startSidecar() (tgt Target, stop func(), ok bool, err error) {
-	return Target{}, nil, false, nil
+	if os.Getenv("KAFKA_IGGY_E2E_NO_SIDECAR") == "1" {
+		return Target{}, nil, false, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return Target{}, nil, false, err
+	}
+	dir, err := os.MkdirTemp("", "kafka-iggy-e2e-*")
+	if err != nil {
+		return Target{}, nil, false, err
+	}
+	bin := filepath.Join(dir, "kafka-iggy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return Target{}, nil, false, fmt.Errorf("building kafka-iggy: %v\n%s", err, out)
+	}
+	logPath := filepath.Join(dir, "sidecar.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return Target{}, nil, false, err
+	}
+	cmd := exec.Command(bin, "serve")
+	// The sidecar refuses unknown KAFKA_IGGY_* keys, so the suite's own
+	// KAFKA_IGGY_E2E_* knobs are not passed on.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env,
+		"KAFKA_IGGY_LISTENER__ADDRESS=127.0.0.1:0",
+		"KAFKA_IGGY_ADMIN__ADDRESS=127.0.0.1:0",
+		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0",
+		"KAFKA_IGGY_LOG__FORMAT=json",
+		"KAFKA_IGGY_LOG__LEVEL=info",
+		// Groups form at once in tests (Kafka's test brokers do the same).
+		"KAFKA_IGGY_GROUPS__INITIAL_REBALANCE_DELAY=0s",
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(logFile, pw)
+	cmd.Stdout = logFile
+	if err := cmd.Start(); err != nil {
+		return Target{}, nil, false, err
+	}
+	stop = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		_ = pw.Close()
+		_ = logFile.Close()
+		if os.Getenv("KAFKA_IGGY_E2E_KEEP_LOG") == "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sent := false
+		for sc.Scan() {
+			if sent {
+				continue // keep draining so the process never blocks on stderr
+			}
+			var line struct {
+				Message string `json:"message"`
+				Kafka   string `json:"kafka_address"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Message, "ready for Kafka clients") && line.Kafka != "" {
+				addr <- line.Kafka
+				sent = true
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return Target{Name: "sidecar", Bootstrap: a}, stop, true, nil
+	case <-time.After(60 * time.Second):
+		b, _ := os.ReadFile(logPath)
+		stop()
+		return Target{}, nil, false, fmt.Errorf("kafka-iggy serve did not become ready within 60s; its log:\n%s", b)
+	}
 }
