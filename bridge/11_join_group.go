@@ -1,0 +1,128 @@
+package bridge
+
+// JoinGroup: v0-v9
+//
+// Behavior:
+//   - The classic group protocol of groups.go, coordinated by this instance
+//     in memory: the request parks until the group's join phase completes
+//     (all members rejoined, the rebalance timeout, or the initial rebalance
+//     delay of a new group), then every member gets the new generation, the
+//     chosen protocol and the leader; the leader alone gets the member list
+//     with each member's protocol metadata, relayed untouched.
+//   - Empty group id: INVALID_GROUP_ID. Session timeout outside
+//     groups.min_session_timeout..groups.max_session_timeout:
+//     INVALID_SESSION_TIMEOUT. A member id the group does not know (or a
+//     member id for a group that does not exist): UNKNOWN_MEMBER_ID.
+//     Protocol type differing from the group's, or no protocol every member
+//     supports (or none at all for the first member):
+//     INCONSISTENT_GROUP_PROTOCOL.
+//   - Static members (v5+ group.instance.id): a known instance id joining
+//     without member id replaces the old member id, whose requests then
+//     answer FENCED_INSTANCE_ID; in a Stable group it gets the current
+//     generation back without a rebalance.
+//   - A protocol name repeated in one request counts once (its first
+//     entry), so it cannot skew the vote.
+//   - If the client connection closes while the request is parked, it
+//     answers COORDINATOR_NOT_AVAILABLE (nobody reads it); the member stays
+//     in the group as Kafka keeps it.
+//
+// Version notes: v1 RebalanceTimeoutMillis (v0 uses the session timeout);
+// v2 ThrottleMillis; v4 a new dynamic member first gets MEMBER_ID_REQUIRED
+// with its member id and must join again with it (KIP-394); v5 InstanceID
+// (KIP-345); v6 flexible; v7 ProtocolType in the response and nullable
+// Protocol; v8 Reason (logged); v9 SkipAssignment (KIP-814): a restarted
+// static leader of a Stable group gets the member list with SkipAssignment
+// set; before v9 it is told the previous leader id and acts as a follower.
+//
+// Iggy commands: none.
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Bridge) joinGroupAPI() API {
+	return API{Key: 11, Name: "JoinGroup", MinVersion: 0, MaxVersion: 9, Handle: b.handleJoinGroup}
+}
+
+func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.JoinGroupRequest)
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+
+	rebalance := req.RebalanceTimeoutMillis
+	if rq.Version == 0 {
+		rebalance = req.SessionTimeoutMillis
+	}
+	p := joinParams{
+		group:            req.Group,
+		memberID:         req.MemberID,
+		instanceID:       req.InstanceID,
+		clientHost:       clientHost(rq.Remote),
+		sessionTimeout:   time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		rebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
+		protocolType:     req.ProtocolType,
+		requireKnownID:   rq.Version >= 4,
+		canSkipAssign:    rq.Version >= 9,
+	}
+	if rq.ClientID != nil {
+		p.clientID = *rq.ClientID
+	}
+	if req.Reason != nil {
+		p.reason = *req.Reason
+	}
+	// The metadata aliases the request buffer: copy it. A repeated
+	// protocol name counts once (its first entry).
+	p.protocols = make([]groupProtocol, 0, len(req.Protocols))
+	seen := make(map[string]struct{}, len(req.Protocols))
+	for _, pr := range req.Protocols {
+		if _, dup := seen[pr.Name]; dup {
+			continue
+		}
+		seen[pr.Name] = struct{}{}
+		p.protocols = append(p.protocols, groupProtocol{Name: pr.Name, Metadata: bytes.Clone(pr.Metadata)})
+	}
+
+	reply := make(chan joinResult, 1)
+	b.groups.join(p, reply)
+	var r joinResult
+	select {
+	case r = <-reply:
+	case <-ctx.Done():
+		r = joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: req.MemberID, generation: -1}
+	}
+
+	resp.ErrorCode = r.code
+	resp.Generation = r.generation
+	resp.MemberID = r.memberID
+	resp.LeaderID = r.leader
+	resp.SkipAssignment = r.skipAssign
+	if r.hasProtocol {
+		pt, pn := r.protocolType, r.protocol
+		resp.ProtocolType = &pt
+		resp.Protocol = &pn
+	}
+	if len(r.members) > 0 {
+		resp.Members = make([]kmsg.JoinGroupResponseMember, len(r.members))
+		for i, m := range r.members {
+			rm := &resp.Members[i]
+			*rm = kmsg.NewJoinGroupResponseMember()
+			rm.MemberID = m.memberID
+			rm.InstanceID = m.instanceID
+			rm.ProtocolMetadata = m.metadata
+		}
+	}
+	return resp, nil
+}
+
+// clientHost is a client's host as Kafka shows it ("/" and the IP).
+func clientHost(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return "/" + host
+	}
+	return "/" + remote
+}

@@ -1,0 +1,33 @@
+package bridge
+
+// Heartbeat: v0-v4
+//
+// Behavior:
+//   - Restarts the member's session timer (groups.go). Answers 0 in a
+//     Stable or CompletingRebalance group, REBALANCE_IN_PROGRESS while the
+//     group prepares a rebalance (the member must rejoin).
+//   - Empty group id: INVALID_GROUP_ID. Unknown group or member:
+//     UNKNOWN_MEMBER_ID; instance id mapped to another member id:
+//     FENCED_INSTANCE_ID; generation other than the current:
+//     ILLEGAL_GENERATION.
+//
+// Version notes: v1 ThrottleMillis; v3 InstanceID (KIP-345); v4 flexible.
+//
+// Iggy commands: none.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Bridge) heartbeatAPI() API {
+	return API{Key: 12, Name: "Heartbeat", MinVersion: 0, MaxVersion: 4, Handle: b.handleHeartbeat}
+}
+
+func (b *Bridge) handleHeartbeat(_ context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = b.groups.heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	return resp, nil
+}
