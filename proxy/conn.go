@@ -63,6 +63,11 @@ type conn struct {
 	inFlight int    // taken off the socket, reply not yet written
 	nextOut  uint64 // sequence of the next reply to write
 	ring     []slot // indexed by sequence % len(ring)
+	// Requests of one connection run one at a time, in order, as a Kafka
+	// broker serves them: running says a job of this connection is with
+	// the pool, queue holds the ones read behind it (oldest first).
+	running bool
+	queue   []*job
 }
 
 // closeInfo is why a connection closed: the reason, and what OnClose logs

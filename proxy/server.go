@@ -419,9 +419,19 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	cs.mu.Unlock()
 	if cs.parked != nil {
+		// The parked job heads this connection's queue and will never run:
+		// release it and everything read behind it.
 		s.putJob(cs.parked)
 		cs.parked = nil
 		dropped++
+		cs.mu.Lock()
+		q := cs.queue
+		cs.queue = nil
+		cs.mu.Unlock()
+		for _, qj := range q {
+			s.putJob(qj)
+			dropped++
+		}
 	}
 	if dropped > 0 {
 		s.finish(dropped)
@@ -624,6 +634,17 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 		ConnID: cs.id, Remote: cs.remote, ClientID: cid, CorrID: corrID,
 		Key: key, Version: version, Msg: req, Received: now,
 	}
+	// One request per connection at a time (Kafka's ordering guarantee:
+	// pipelined produces must land in the order they were sent); the next
+	// one runs on the same worker when this one completes.
+	cs.mu.Lock()
+	if cs.running {
+		cs.queue = append(cs.queue, j)
+		cs.mu.Unlock()
+		return gnet.None
+	}
+	cs.running = true
+	cs.mu.Unlock()
 	if !s.pool.submit(j, cs) {
 		cs.parked = j
 	}
@@ -657,8 +678,27 @@ func (s *Server) answerUnsupportedApiVersions(cs *conn, corrID int32, version, m
 	cs.complete(seq, out)
 }
 
-// serve runs one request on a worker: decode, dispatch, encode, complete.
+// serve runs a connection's requests on a worker, one after the other in
+// the order they were read, starting with j.
 func (s *Server) serve(j *job) {
+	for j != nil {
+		cs := j.cs
+		s.serveOne(j)
+		cs.mu.Lock()
+		if len(cs.queue) > 0 {
+			j = cs.queue[0]
+			cs.queue[0] = nil
+			cs.queue = cs.queue[1:]
+		} else {
+			cs.running = false
+			j = nil
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// serveOne runs one request: decode, dispatch, encode, complete.
+func (s *Server) serveOne(j *job) {
 	cs, rq := j.cs, &j.rq
 	seq := j.seq
 	if cs.ctx.Err() != nil { // connection already gone

@@ -120,7 +120,10 @@ func TestPipelinedRepliesInOrder(t *testing.T) {
 	}
 }
 
-func TestRepliesReorderedWhenHandlersFinishBackwards(t *testing.T) {
+// TestRequestsOfOneConnectionRunInOrder: like a Kafka broker, the front door
+// runs one request of a connection at a time, in the order they were sent
+// (pipelined produces must land in order), while it keeps reading ahead.
+func TestRequestsOfOneConnectionRunInOrder(t *testing.T) {
 	e := startEnv(t, func(c *Config) { c.Limits.MaxInFlight = 5 })
 	c := dial(t, e.addr)
 	var batch []byte
@@ -128,16 +131,28 @@ func TestRepliesReorderedWhenHandlersFinishBackwards(t *testing.T) {
 		batch = appendRequest(batch, i, &testClientID, kmsg.NewPtrHeartbeatRequest())
 	}
 	send(t, c, batch)
-	for i := 0; i < 5; i++ {
-		e.gate.waitEntered(t)
-	}
-	for i := int32(5); i >= 1; i-- { // finish last first
-		e.gate.open(i)
-	}
+	cs := onlyConn(t, e.srv)
+	waitFor(t, "all five read off the socket", func() bool {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		return cs.inFlight == 5
+	})
 	for i := int32(1); i <= 5; i++ {
+		if got := e.gate.waitEntered(t); got != i {
+			t.Fatalf("request %d entered the handler before request %d", got, i)
+		}
+		select {
+		case corr := <-e.gate.entered:
+			t.Fatalf("request %d entered while request %d was still running", corr, i)
+		default:
+		}
+		e.gate.open(i)
 		if corr, _ := readResponse(t, c); corr != i {
 			t.Fatalf("reply %d has corr %d", i, corr)
 		}
+	}
+	if p := e.gate.peak.Load(); p != 1 {
+		t.Fatalf("peak concurrency on one connection %d, want 1", p)
 	}
 }
 
@@ -150,36 +165,35 @@ func TestMaxInFlightBackpressure(t *testing.T) {
 		batch = appendRequest(batch, i, &testClientID, kmsg.NewPtrHeartbeatRequest())
 	}
 	send(t, c, batch)
-	// The first two reach the handler; the server then stops taking frames
-	// off this connection (they stay buffered) until a reply is written.
-	if a, b := e.gate.waitEntered(t), e.gate.waitEntered(t); min(a, b) != 1 || max(a, b) != 2 {
-		t.Fatalf("entered %d, %d", a, b)
+	// Two requests are taken off the socket (one running, one queued behind
+	// it); the server then stops taking frames off this connection (they
+	// stay buffered) until a reply is written.
+	if got := e.gate.waitEntered(t); got != 1 {
+		t.Fatalf("entered %d", got)
 	}
 	cs := onlyConn(t, e.srv)
 	waitFor(t, "connection paused at max_in_flight", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
-		return cs.flags.isSet(flagPausedInFlight)
+		return cs.flags.isSet(flagPausedInFlight) && cs.inFlight == maxInFlight
 	})
-	select {
-	case corr := <-e.gate.entered:
-		t.Fatalf("request %d entered while %d were in flight", corr, maxInFlight)
-	default:
-	}
 	// Release one at a time: each reply lets exactly the next one in.
 	for i := int32(1); i <= n; i++ {
+		if i > 1 {
+			if got := e.gate.waitEntered(t); got != i {
+				t.Fatalf("after reply %d, entered %d", i-1, got)
+			}
+		}
 		e.gate.open(i)
 		if corr, _ := readResponse(t, c); corr != i {
 			t.Fatalf("reply %d has corr %d", i, corr)
 		}
-		if i+2 <= n {
-			if got := e.gate.waitEntered(t); got != i+2 {
-				t.Fatalf("after reply %d, entered %d", i, got)
-			}
+		cs.mu.Lock()
+		inFlight := cs.inFlight
+		cs.mu.Unlock()
+		if inFlight > maxInFlight {
+			t.Fatalf("%d requests in flight, above max_in_flight %d", inFlight, maxInFlight)
 		}
-	}
-	if p := e.gate.peak.Load(); p > maxInFlight {
-		t.Fatalf("peak concurrency %d above max_in_flight %d", p, maxInFlight)
 	}
 }
 
