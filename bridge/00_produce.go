@@ -1,0 +1,337 @@
+package bridge
+
+// Produce: v0-v13
+//
+// Behavior:
+//   - Records: every partition's Records bytes go through the record mapping
+//     v1 (records.go, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
+//     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
+//     Iggy message. Decompression of the whole request shares ONE
+//     DecompressBudget of produceDecompressBudget bytes (Kafka's
+//     socket.request.max.bytes default, what the front door accepts as a
+//     frame), so a request never expands past what the client could have
+//     sent uncompressed. Control and transactional batches are refused with
+//     the codes of RecordsErrorCode; nothing of a refused partition is
+//     written.
+//   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
+//     partition id), partitions of one request in parallel. The Iggy client
+//     coalesces concurrent sends of a partition and splits a send whose
+//     origin timestamps span more than 2^32-1 µs (71.6 min) into
+//     consecutive batches: still one offset range. BaseOffset = the
+//     confirmation's base offset; -1 when Iggy confirmed without one.
+//   - acks: -1, 0 and 1 all wait for Iggy's confirmation (Iggy has no
+//     replica acks to wait for beyond it). acks=0 answers nothing (the
+//     handler returns no response after doing the work); when a partition
+//     of an acks=0 request failed, the connection is closed instead, as
+//     Kafka does, so the producer notices and refreshes its metadata. Any
+//     other acks value: INVALID_REQUIRED_ACKS (21) for every partition,
+//     nothing written.
+//   - TimeoutMillis is not applied to the Iggy write: Kafka's timeout bounds
+//     replication waits, not the local append. The Iggy client's request
+//     timeout bounds it instead (REQUEST_TIMED_OUT when it passes).
+//   - Missing topics are created (stream too) when topics.auto_create is on
+//     (KAFKA-ON-IGGY §1), else UNKNOWN_TOPIC_OR_PARTITION; names Kafka
+//     refuses answer INVALID_TOPIC_EXCEPTION with no Iggy call. A partition
+//     outside the topic answers UNKNOWN_TOPIC_OR_PARTITION (after one fresh
+//     lookup, in case partitions were added).
+//   - Iggy failures map through kafkaCode (errors.go): retriable ones to
+//     NOT_LEADER_OR_FOLLOWER, deadlines to REQUEST_TIMED_OUT, oversized
+//     messages to MESSAGE_TOO_LARGE. A write whose outcome is unknown is
+//     reported as a retriable failure: the client retries and Iggy may hold
+//     the records twice (at-least-once, as a Kafka producer without
+//     idempotence).
+//   - Every successful write wakes the fetches waiting on the partition.
+//   - LogAppendTime is -1 (CreateTime topics); LogStartOffset is -1 (not
+//     looked up on the write path; clients read it only on
+//     UNKNOWN_PRODUCER_ID, which this file never answers).
+//   - Idempotent batches (producer id set) are stored like any other:
+//     sequence tracking is pids.go's, not this file's.
+//
+// Version notes:
+//   - v0-v2 accept any number of batches of any magic (Kafka does not check
+//     old versions either). v3+: exactly one batch per partition, magic 2,
+//     else INVALID_RECORD (87), the code Kafka's ProduceRequest.
+//     validateRecords produces; zstd below v7: UNSUPPORTED_COMPRESSION_TYPE.
+//   - v1: ThrottleMillis; v2: LogAppendTime; v3: TransactionalID (refused
+//     through its transactional batches); v5: LogStartOffset; v8:
+//     ErrorRecords/ErrorMessage (ErrorMessage says why a partition was
+//     refused); v9: flexible; v10-v11: tagged leader hints (not sent: we are
+//     always the leader); v12: no wire change; v13: topics by id
+//     (UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has).
+//
+// Iggy commands: SEND_MESSAGES (101), GET_TOPIC (300), GET_TOPICS (301,
+// topic ids), CREATE_STREAM (202) and CREATE_TOPIC (302) for auto-creation.
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+// produceMaxVersion is the highest Produce version served (kmsg's maximum).
+const produceMaxVersion = 13
+
+// produceDecompressBudget bounds what one Produce request may decompress
+// to: 100 MiB, Kafka's socket.request.max.bytes default and the front
+// door's default frame limit (proxy.DefaultMaxFrameBytes).
+const produceDecompressBudget = 100 << 20
+
+// producer serves Produce; it holds the topic-id index of v13.
+type producer struct {
+	b   *Bridge
+	ids *topicIDIndex
+}
+
+// decoderPool recycles RecordDecoders (their scratch buffers and codec
+// readers) across Produce requests.
+var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
+
+func (b *Bridge) produceAPI() API {
+	p := &producer{b: b, ids: newTopicIDIndex(b)}
+	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle}
+}
+
+// produceSend is one partition's mapped messages waiting to be sent.
+type produceSend struct {
+	rp        *kmsg.ProduceResponseTopicPartition
+	topic     string // Kafka name (wake-ups)
+	ref       iggy.TopicRef
+	partition int32
+	msgs      *iggy.Messages
+}
+
+func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	b := p.b
+
+	// Response skeleton, in request order; the partitions' slices are
+	// sized once so the pointers kept in sends stay valid.
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = req.Topics[i].Topic, req.Topics[i].TopicID
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(req.Topics[i].Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = req.Topics[i].Partitions[j].Partition
+			rp.BaseOffset = -1
+			rp.LogAppendTime = -1
+			rp.LogStartOffset = -1
+		}
+	}
+	if req.Acks != -1 && req.Acks != 0 && req.Acks != 1 {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = kerr.InvalidRequiredAcks.Code
+			}
+		}
+		return p.answer(req, resp)
+	}
+
+	budget := NewDecompressBudget(produceDecompressBudget)
+	d := decoderPool.Get().(*RecordDecoder)
+	var sends []produceSend
+	for i := range req.Topics {
+		rt := &resp.Topics[i]
+		name, info, code := p.resolve(ctx, rq, &req.Topics[i])
+		for j := range req.Topics[i].Partitions {
+			rp := &rt.Partitions[j]
+			if code != 0 {
+				rp.ErrorCode = code
+				continue
+			}
+			rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition)
+			if rp.ErrorCode != 0 {
+				continue
+			}
+			msgs, refused, why := p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget)
+			if refused != 0 {
+				rp.ErrorCode = refused
+				if rq.Version >= 8 {
+					rp.ErrorMessage = &why
+				}
+				b.log.Debug().Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).Str("topic", name).
+					Int32("partition", rp.Partition).Int16("error_code", refused).Str("reason", why).Msg("produce: records refused")
+				continue
+			}
+			if msgs == nil { // no records: nothing to write
+				continue
+			}
+			sends = append(sends, produceSend{rp: rp, topic: name, ref: info.Ref, partition: rp.Partition, msgs: msgs})
+		}
+	}
+	decoderPool.Put(d)
+
+	switch len(sends) {
+	case 0:
+	case 1:
+		p.send(ctx, rq, &sends[0])
+	default:
+		var wg sync.WaitGroup
+		for i := range sends {
+			wg.Add(1)
+			go func(s *produceSend) {
+				defer wg.Done()
+				p.send(ctx, rq, s)
+			}(&sends[i])
+		}
+		wg.Wait()
+	}
+	return p.answer(req, resp)
+}
+
+// errAcksZeroFailed closes the connection of an acks=0 producer whose
+// request failed somewhere, as Kafka does: it cannot learn it otherwise.
+var errAcksZeroFailed = errors.New("bridge: acks=0 produce failed: closing the connection so the producer refreshes its metadata, as Kafka does")
+
+// answer returns resp, or for acks=0 no response at all, or, when a
+// partition failed, errAcksZeroFailed.
+func (p *producer) answer(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) (kmsg.Response, error) {
+	if req.Acks != 0 {
+		return resp, nil
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if resp.Topics[i].Partitions[j].ErrorCode != 0 {
+				return nil, errAcksZeroFailed
+			}
+		}
+	}
+	return nil, nil
+}
+
+// resolve finds (or auto-creates) the topic of one request entry: by name
+// up to v12, by id from v13. A non-zero code answers every partition.
+func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequestTopic) (string, *iggy.TopicInfo, int16) {
+	b := p.b
+	if rq.Version >= 13 {
+		name, info, err := p.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		if err != nil {
+			return "", nil, dataErrCode(ctx, b, rq, err, name, "produce: topic id lookup failed")
+		}
+		if info == nil {
+			return "", nil, kerr.UnknownTopicID.Code
+		}
+		return name, info, 0
+	}
+	name := t.Topic
+	if validTopicName(name) != nil {
+		return name, nil, kerr.InvalidTopicException.Code
+	}
+	var info *iggy.TopicInfo
+	var err error
+	if b.cfg.Topics.AutoCreate {
+		info, err = b.ensureTopic(ctx, name, -1)
+	} else {
+		info, err = b.lookupTopic(ctx, name)
+	}
+	if err != nil {
+		return name, nil, dataErrCode(ctx, b, rq, err, name, "produce: topic lookup failed")
+	}
+	return name, info, 0
+}
+
+// checkPartition answers UNKNOWN_TOPIC_OR_PARTITION for a partition the
+// topic does not have, asking Iggy again once when the cached lookup may
+// predate added partitions. It returns the lookup to use from then on.
+func checkPartition(ctx context.Context, b *Bridge, info *iggy.TopicInfo, partition int32) (int16, *iggy.TopicInfo) {
+	if partition < 0 {
+		return kerr.UnknownTopicOrPartition.Code, info
+	}
+	if uint32(partition) < info.PartitionsCount {
+		return 0, info
+	}
+	fresh, err := b.iggy.RefreshTopic(ctx, info.Ref)
+	if err != nil {
+		return kafkaCode(err, scopeData), info
+	}
+	if uint32(partition) < fresh.PartitionsCount {
+		return 0, fresh
+	}
+	return kerr.UnknownTopicOrPartition.Code, fresh
+}
+
+// mapRecords maps one partition's records into Iggy messages. It returns
+// nil messages (and code 0) when records hold no record at all (v0-v2), or
+// a Kafka error code and the reason.
+func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, budget *DecompressBudget) (*iggy.Messages, int16, string) {
+	msgs := p.b.iggy.NewMessages()
+	d.Reset(records, budget)
+	for d.Next() {
+		m := d.Message()
+		if err := msgs.Add(m.ID, m.OriginTimestamp, m.Payload, m.Headers); err != nil {
+			msgs.Release()
+			if errors.Is(err, iggy.ErrMessageTooLarge) {
+				return nil, kerr.MessageTooLarge.Code, err.Error()
+			}
+			return nil, kerr.UnknownServerError.Code, err.Error()
+		}
+	}
+	if err := d.Err(); err != nil {
+		msgs.Release()
+		return nil, RecordsErrorCode(err), err.Error()
+	}
+	if code, why := produceVersionRules(version, d.Batches()); code != 0 {
+		msgs.Release()
+		return nil, code, why
+	}
+	if msgs.Len() == 0 {
+		msgs.Release()
+		return nil, 0, ""
+	}
+	return msgs, 0, ""
+}
+
+// produceVersionRules applies what Kafka's ProduceRequest.validateRecords
+// requires from v3 on: exactly one batch, of magic 2, and no zstd before v7.
+func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string) {
+	if version < 3 {
+		return 0, ""
+	}
+	switch {
+	case len(batches) == 0:
+		return kerr.InvalidRecord.Code, "produce v3+ needs one record batch per partition"
+	case batches[0].Magic != 2:
+		return kerr.InvalidRecord.Code, "produce v3+ accepts record batches of magic 2 only"
+	case version < 7 && batches[0].Compression == recCodecZstd:
+		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7+"
+	case len(batches) > 1:
+		return kerr.InvalidRecord.Code, "produce v3+ accepts exactly one record batch per partition"
+	}
+	return 0, ""
+}
+
+// send writes one partition's messages and fills its response.
+func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
+	base, err := p.b.iggy.Send(ctx, s.ref, uint32(s.partition), s.msgs)
+	s.msgs = nil // Send owns it now
+	if err != nil {
+		s.rp.ErrorCode = dataErrCode(ctx, p.b, rq, err, s.topic, "produce: send failed")
+		return
+	}
+	s.rp.BaseOffset = base
+	p.b.notify.wake(s.topic, s.partition)
+}
+
+// dataErrCode maps an Iggy failure of a data API to its Kafka code and logs
+// the failures without a specific code (UNKNOWN_SERVER_ERROR) with their
+// Iggy code, and the others (and everything after the client left: ctx
+// done) at debug level.
+func dataErrCode(ctx context.Context, b *Bridge, rq *Request, err error, topic, msg string) int16 {
+	code := kafkaCode(err, scopeData)
+	ev := b.log.Debug()
+	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
+		ev = b.log.Warn()
+	}
+	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
+		Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
+	return code
+}

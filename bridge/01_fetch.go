@@ -1,0 +1,915 @@
+package bridge
+
+// Fetch: v0-v18
+//
+// Behavior:
+//   - Each requested partition is read with single-consumer POLL_MESSAGES
+//     (kind 1, a fixed consumer id, strategy Offset at the fetch offset,
+//     never auto-commit: a fetch stores no offsets). Iggy messages become
+//     record batches v2 through KafkaBatchWriter (records_fetch.go): base
+//     offset = the Iggy offset of the first message, CreateTime, no
+//     compression, producer fields -1, CRC32C. Messages whose mapping
+//     marker does not parse are skipped (offset gap), counted and logged
+//     rate-limited.
+//   - Offsets (KAFKA-ON-IGGY §3): high watermark = current_offset + 1 when
+//     the partition holds messages, else 0; last stable offset = high
+//     watermark (no transactions, so both isolation levels read the same);
+//     log start offset = the first retained offset (a First poll, cached
+//     per partition for fetchLogStartTTL, refreshed early when a poll shows
+//     it moved). A fetch offset below the log start or above the high
+//     watermark answers OFFSET_OUT_OF_RANGE (1) with -1 offsets, as Kafka
+//     does, so the client applies auto.offset.reset.
+//   - Sizes: MaxBytes (v3+) bounds the whole response and PartitionMaxBytes
+//     each partition, counting record-batch bytes; the first record of the
+//     first partition that has one is always returned whatever its size
+//     (Kafka's KIP-74 rule, applied to every version so a consumer always
+//     makes progress). Polls ask Iggy for as many messages as the remaining
+//     bytes should hold (from the average message size seen, or the topic's
+//     bytes per message), and poll again while the budget is not used up.
+//   - Long poll: the response goes out at once when it holds at least
+//     MinBytes of records, when any partition has an error, or when
+//     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
+//     frame arrived) until MaxWaitMillis, re-reading every partition when a
+//     local Produce wakes it (Bridge.notify) and every
+//     fetch.repoll_interval for writes made elsewhere (other sidecars, Iggy
+//     clients): when the fetch spans fewer topics than partitions, that
+//     interval check is one GET_TOPIC per topic (every partition's end
+//     offset) and the partitions are read again only when one moved. It
+//     answers what it has when the deadline passes or the connection closes.
+//   - Sessions (KIP-227): none are created. SessionID 0 with epoch 0 or -1
+//     is a full, sessionless fetch answered with SessionID 0 (clients then
+//     keep sending full fetches); any other SessionID answers
+//     FETCH_SESSION_ID_NOT_FOUND (70), SessionID 0 with another epoch
+//     INVALID_FETCH_SESSION_EPOCH (71). ForgottenTopics are ignored.
+//   - Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION (no
+//     auto-creation on fetch); unknown topic ids (v13+) UNKNOWN_TOPIC_ID
+//     (100). Iggy failures map through kafkaCode (errors.go).
+//   - Leader epochs (CurrentLeaderEpoch, LastFetchedEpoch) are not checked:
+//     every partition has leader epoch 0 and no divergence to report.
+//     PreferredReadReplica is -1, AbortedTransactions empty.
+//
+// Version notes: v0-v3 get message sets, not record batches: v0-v1 magic 0,
+// v2-v3 magic 1 with CreateTime, headers dropped, as Kafka down-converts
+// for consumers that predate record batches (a skipped message is an
+// offset gap there too); v1 ThrottleMillis; v3 MaxBytes; v4 IsolationLevel,
+// LastStableOffset, AbortedTransactions; v5 LogStartOffset; v7 sessions;
+// v9 CurrentLeaderEpoch; v11 Rack, PreferredReadReplica; v12 flexible,
+// LastFetchedEpoch; v13 topic ids instead of names; v14-v18 change nothing a
+// consumer sends or reads (tiered storage, broker-only fields, tagged
+// leader hints not sent).
+//
+// Iggy commands: POLL_MESSAGES (100), GET_TOPIC (300), GET_TOPICS (301,
+// topic ids).
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+const (
+	// fetchMaxVersion is the highest Fetch version served (kmsg's maximum).
+	fetchMaxVersion = 18
+	// fetchLogStartTTL is how long a partition's log start offset is
+	// trusted before a First poll asks again.
+	fetchLogStartTTL = 5 * time.Second
+	// fetchMaxPolls bounds the polls of one partition in one pass.
+	fetchMaxPolls = 8
+	// fetchMaxPollCount bounds the messages asked for in one poll.
+	fetchMaxPollCount = 10000
+	// fetchMaxPollBytes bounds the bytes one poll is expected to return
+	// (count x average message size).
+	fetchMaxPollBytes = 16 << 20
+	// fetchProbeCount is the message count of a poll that knows nothing
+	// about the partition's message sizes yet.
+	fetchProbeCount = 16
+	// fetchPartCacheMax bounds the per-partition cache; past it the cache
+	// starts afresh.
+	fetchPartCacheMax = 1 << 16
+)
+
+// fetchConsumer is the single consumer every read polls with: numeric id
+// 0x6b616667 ("kafg"). Reads use strategies Offset, First, Last and
+// Timestamp and never auto-commit, so no offset is ever stored under it.
+var fetchConsumer = icodec.Consumer{
+	Kind: icodec.ConsumerKindConsumer,
+	ID:   icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{0x67, 0x66, 0x61, 0x6b}},
+}
+
+// fetchBufPool holds the record bytes of Fetch responses; fetchResponse
+// returns its buffer once encoded.
+var fetchBufPool bytebufferpool.Pool
+
+// fetcher serves Fetch: it owns the topic-id index of v13+, the
+// per-partition cache and a pool of batch writers.
+type fetcher struct {
+	b       *Bridge
+	ids     *topicIDIndex
+	parts   partCache
+	writers sync.Pool
+	skipped atomic.Uint64
+	skipLog zerolog.Logger // sampled: at most a few lines a minute
+}
+
+func (b *Bridge) fetchAPI() API {
+	f := &fetcher{b: b, ids: newTopicIDIndex(b)}
+	f.parts.m = map[partKey]partState{}
+	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
+	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
+	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle}
+}
+
+// onSkip counts and logs (rate-limited) a message the mapping cannot read.
+func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
+	n := f.skipped.Add(1)
+	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
+		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
+}
+
+// fetchPart is one requested partition.
+type fetchPart struct {
+	rp        *kmsg.FetchResponseTopicPartition
+	topic     string // Kafka name ("" when the topic is unknown)
+	info      *iggy.TopicInfo
+	partition int32
+	offset    int64
+	maxBytes  int
+	code      int16 // resolution failure, fixed for the request
+	start     int   // record bytes in the response buffer: [start, end)
+	end       int
+}
+
+// fetchResponse is a FetchResponse whose record bytes live in a pooled
+// buffer, returned to the pool by AppendTo: encode it once.
+type fetchResponse struct {
+	*kmsg.FetchResponse
+	buf *bytebufferpool.ByteBuffer
+}
+
+// AppendTo encodes the response, then releases the record buffer (the
+// partitions' record bytes are emptied: a second encoding carries none).
+func (r *fetchResponse) AppendTo(dst []byte) []byte {
+	dst = r.FetchResponse.AppendTo(dst)
+	if r.buf != nil {
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].RecordBatches = []byte{}
+			}
+		}
+		fetchBufPool.Put(r.buf)
+		r.buf = nil
+	}
+	return dst
+}
+
+func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if rq.Version >= 7 {
+		switch {
+		case req.SessionID != 0:
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil
+		case req.SessionEpoch != 0 && req.SessionEpoch != -1:
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+			return resp, nil
+		}
+	}
+	parts := f.plan(ctx, rq, req, resp)
+
+	deadline := receivedAt(rq).Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	var wake chan struct{}
+	if req.MaxWaitMillis > 0 && req.MinBytes > 0 && len(parts) > 0 {
+		keys := make([]partKey, 0, len(parts))
+		for i := range parts {
+			if parts[i].code == 0 {
+				keys = append(keys, partKey{parts[i].topic, parts[i].partition})
+			}
+		}
+		wake = make(chan struct{}, 1)
+		// Registered before the first read: a produce landing between a
+		// read and the wait still wakes us.
+		defer f.b.notify.wait(wake, keys)()
+	}
+	respMax := math.MaxInt32
+	if rq.Version >= 3 {
+		respMax = int(max(req.MaxBytes, 0))
+	}
+
+	buf := fetchBufPool.Get()
+	got, failed := f.pass(ctx, rq, parts, buf, respMax)
+	if wake != nil && !failed && got < int(req.MinBytes) {
+		f.wait(ctx, rq, parts, buf, respMax, int(req.MinBytes), deadline, wake)
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.end > p.start {
+			p.rp.RecordBatches = buf.B[p.start:p.end:p.end]
+		} else {
+			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
+		}
+	}
+	return &fetchResponse{FetchResponse: resp, buf: buf}, nil
+}
+
+// receivedAt is when the request arrived (now for callers that did not
+// stamp it).
+func receivedAt(rq *Request) time.Time {
+	if rq.Received.IsZero() {
+		return time.Now()
+	}
+	return rq.Received
+}
+
+// wait is the long poll: it reads every partition again when a local
+// produce wakes it, and when the re-poll interval finds a partition whose
+// log end moved, until min bytes are there, a partition fails, the deadline
+// passes or the client leaves. With more partitions than topics the
+// interval check is one GET_TOPIC per topic (every partition's end offset)
+// instead of one poll per partition.
+func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
+	byTopic := fetchTopicsCheaper(parts)
+	var timer *time.Timer
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		wait := min(left, f.b.cfg.Fetch.RepollInterval)
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+			if byTopic && !f.moved(ctx, parts) {
+				continue
+			}
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+		got, failed := f.pass(ctx, rq, parts, buf, respMax)
+		if failed || got >= minBytes {
+			return
+		}
+	}
+}
+
+// fetchTopicsCheaper reports whether parts span fewer topics than
+// partitions (then checking topics costs fewer Iggy requests than polling).
+func fetchTopicsCheaper(parts []fetchPart) bool {
+	topics := 0
+	for i := range parts {
+		if i == 0 || parts[i].info != parts[i-1].info {
+			topics++
+		}
+	}
+	return topics < len(parts)
+}
+
+// moved reports whether the log end of any partition differs from what the
+// last pass saw (or cannot be checked: then the pass finds out why).
+func (f *fetcher) moved(ctx context.Context, parts []fetchPart) bool {
+	var info *iggy.TopicInfo
+	for i := range parts {
+		p := &parts[i]
+		if i == 0 || p.info != parts[i-1].info {
+			var err error
+			if info, err = f.b.iggy.RefreshTopic(ctx, p.info.Ref); err != nil {
+				return true
+			}
+		}
+		if logEnd(info, p.partition) != p.rp.HighWatermark {
+			return true
+		}
+	}
+	return false
+}
+
+// logEnd is a partition's high watermark from a topic lookup (-1 when the
+// lookup does not list the partition).
+func logEnd(info *iggy.TopicInfo, partition int32) int64 {
+	for i := range info.Details.Partitions {
+		if pr := &info.Details.Partitions[i]; pr.ID == uint32(partition) {
+			if pr.MessagesCount == 0 {
+				return 0
+			}
+			return int64(pr.CurrentOffset) + 1
+		}
+	}
+	return -1
+}
+
+// plan builds the response skeleton in request order and resolves every
+// topic once.
+func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) []fetchPart {
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	parts := make([]fetchPart, 0, n)
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, info, code := f.resolve(ctx, rq, t)
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for j := range t.Partitions {
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = t.Partitions[j].Partition
+			rp.PreferredReadReplica = -1
+			p := fetchPart{
+				rp: rp, topic: name, info: info, partition: rp.Partition,
+				offset: t.Partitions[j].FetchOffset, maxBytes: int(max(t.Partitions[j].PartitionMaxBytes, 0)),
+				code: code,
+			}
+			if p.code == 0 {
+				p.code, p.info = checkPartition(ctx, f.b, info, p.partition)
+			}
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+// resolve finds the topic of one request entry: by name up to v12, by id
+// from v13. Fetch never creates topics.
+func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequestTopic) (string, *iggy.TopicInfo, int16) {
+	if rq.Version >= 13 {
+		name, info, err := f.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		if err != nil {
+			return "", nil, dataErrCode(ctx, f.b, rq, err, name, "fetch: topic id lookup failed")
+		}
+		if info == nil {
+			return "", nil, kerr.UnknownTopicID.Code
+		}
+		return name, info, 0
+	}
+	if validTopicName(t.Topic) != nil {
+		return "", nil, kerr.UnknownTopicOrPartition.Code
+	}
+	info, err := f.b.lookupTopic(ctx, t.Topic)
+	if err != nil {
+		return "", nil, dataErrCode(ctx, f.b, rq, err, t.Topic, "fetch: topic lookup failed")
+	}
+	return t.Topic, info, 0
+}
+
+// pass reads every partition once into buf (from empty) and reports the
+// record bytes read and whether any partition failed.
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax int) (int, bool) {
+	buf.B = buf.B[:0]
+	failed := false
+	first := true // no record returned yet: the next one goes in whatever its size
+	for i := range parts {
+		p := &parts[i]
+		rp := p.rp
+		p.start, p.end = len(buf.B), len(buf.B)
+		if p.code != 0 {
+			setFetchError(rp, p.code)
+			failed = true
+			continue
+		}
+		limit := max(min(p.maxBytes, respMax-len(buf.B)), 0)
+		var r partRead
+		buf.B, r = f.readPartition(ctx, rq, p, buf.B, limit, first)
+		p.end = len(buf.B)
+		if r.code != 0 {
+			setFetchError(rp, r.code)
+			failed = true
+			continue
+		}
+		rp.ErrorCode = 0
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.hw, r.logStart
+		if r.records {
+			first = false
+		}
+	}
+	return len(buf.B), failed
+}
+
+// setFetchError fills a failed partition as Kafka does: the code and -1
+// offsets.
+func setFetchError(rp *kmsg.FetchResponseTopicPartition, code int16) {
+	rp.ErrorCode = code
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+}
+
+// partRead is the outcome of reading one partition.
+type partRead struct {
+	code     int16
+	hw       int64
+	logStart int64
+	records  bool // at least one record (or an all-skipped batch) was appended
+}
+
+// readPartition appends the partition's record batches from p.offset to
+// dst within limit bytes (atLeastOne: the first record goes in anyway).
+func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, dst []byte, limit int, atLeastOne bool) ([]byte, partRead) {
+	var r partRead
+	if p.offset < 0 {
+		r.code = kerr.OffsetOutOfRange.Code
+		return dst, r
+	}
+	key := partKey{p.topic, p.partition}
+	st := f.parts.get(key)
+	ref := p.info.Ref
+	w := f.writers.Get().(*KafkaBatchWriter)
+	defer f.writers.Put(w)
+
+	begin := len(dst)
+	next := uint64(p.offset)
+	remaining := limit
+	hw := int64(-1)
+	avg := st.avg
+	if avg == 0 {
+		avg = topicAvgMessageSize(p.info, p.partition)
+	}
+	for poll := 0; poll < fetchMaxPolls; poll++ {
+		count := fetchPollCount(remaining, avg, atLeastOne && !r.records)
+		polled, err := f.poll(ctx, ref, p.partition, icodec.PollingKindOffset, next, count)
+		if err != nil {
+			if poll == 0 {
+				r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+				return dst, r
+			}
+			break // answer what was read; the next fetch sees the failure
+		}
+		cur := polled.CurrentOffset
+		if polled.Count == 0 {
+			polled.Release()
+			if poll == 0 {
+				// count 0 (no room left) reads only the offsets: then an
+				// empty answer says nothing about what is retained.
+				probed := count > 0
+				if hw, err = f.hwWhenEmpty(ctx, ref, p.partition, cur, next, probed); err != nil {
+					r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+					return dst, r
+				}
+				if p.offset > hw || (probed && p.offset < hw) {
+					// Above the end, or below it with nothing retained
+					// from the offset on (the log starts at its end):
+					// outside the log either way.
+					if p.offset < hw {
+						f.parts.setLogStart(key, hw)
+					}
+					r.code = kerr.OffsetOutOfRange.Code
+					return dst, r
+				}
+			}
+			break
+		}
+		hw = int64(cur) + 1
+		it := polled.Messages()
+		if poll == 0 {
+			peek := it
+			if peek.Next() {
+				if first := peek.Message().Offset; first > next {
+					// Offsets are contiguous: the log now starts there.
+					polled.Release()
+					f.parts.setLogStart(key, int64(first))
+					r.code = kerr.OffsetOutOfRange.Code
+					return dst, r
+				}
+			}
+		}
+		got := polled.Count
+		avg = max(len(polled.Batches)/int(got), 1)
+		before := len(dst)
+		var stats FetchBatchStats
+		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.records)
+		polled.Release()
+		if stats.Batches > 0 {
+			r.records = true
+		}
+		remaining -= len(dst) - before
+		if err != nil {
+			f.b.log.Warn().Err(err).Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).Str("topic", p.topic).
+				Int32("partition", p.partition).Msg("fetch: iggy messages do not walk")
+			break
+		}
+		if stats.Full || got < count || !stats.Consumed || remaining <= 0 {
+			break
+		}
+		next = stats.NextOffset
+	}
+	f.parts.setAvg(key, avg)
+	if rq.Version < 4 && len(dst) > begin {
+		// Fetch v0-v3 clients read message sets, not record batches.
+		magic := int8(1)
+		if rq.Version < 2 {
+			magic = 0
+		}
+		dst = downConvert(dst, begin, magic, limit, atLeastOne)
+		r.records = len(dst) > begin
+	}
+	r.hw = hw
+	ls, err := f.logStart(ctx, key, ref, p.offset, hw, st)
+	switch {
+	case err != nil:
+		ls = -1 // the records are fine; the next fetch asks again
+	case p.offset < ls && !r.records:
+		// Only an offsets-only read (no room left) gets here below the
+		// log start: out of range all the same.
+		r.code = kerr.OffsetOutOfRange.Code
+		return dst[:begin], r
+	}
+	r.logStart = ls
+	return dst, r
+}
+
+// downConvert rewrites the record batches v2 in dst[from:] (as
+// KafkaBatchWriter writes them: uncompressed) as a message set of magic 0
+// (Fetch v0-v1) or 1 (Fetch v2-v3), as Kafka down-converts for old
+// consumers: one message per record, offset and key and value kept, magic 1
+// with the record's CreateTime, headers dropped (the old formats have
+// none). Messages that would take the set past limit are left out (the
+// consumer fetches them next time), except the first one with atLeastOne.
+func downConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) []byte {
+	tmp := fetchBufPool.Get()
+	defer fetchBufPool.Put(tmp)
+	out := tmp.B[:0]
+	in := dst[from:]
+	n := 0
+	for len(in) >= kbHeaderSize {
+		size := int(binary.BigEndian.Uint32(in[kbLength:])) + kbLeaderEpoch
+		if size < kbHeaderSize || size > len(in) {
+			break
+		}
+		batch := in[:size]
+		in = in[size:]
+		base := int64(binary.BigEndian.Uint64(batch[kbBaseOffset:]))
+		firstTS := int64(binary.BigEndian.Uint64(batch[kbFirstTimestamp:]))
+		recs := batch[kbHeaderSize:]
+		for len(recs) > 0 {
+			length, k := kbin.Varint(recs)
+			if k <= 0 || length < 0 || int(length) > len(recs)-k {
+				break
+			}
+			rec := recs[k : k+int(length)]
+			recs = recs[k+int(length):]
+			key, value, tsDelta, offDelta, ok := parseOwnRecord(rec)
+			if !ok {
+				break
+			}
+			before := len(out)
+			out = appendLegacyMessage(out, magic, base+int64(offDelta), firstTS+tsDelta, key, value)
+			if len(out) > limit && (n > 0 || !atLeastOne) {
+				out = out[:before]
+				in = nil
+				break
+			}
+			n++
+		}
+	}
+	dst = append(dst[:from], out...)
+	tmp.B = out
+	return dst
+}
+
+// parseOwnRecord reads one record v2 body as KafkaBatchWriter writes it;
+// null key or value come back as nil.
+func parseOwnRecord(rec []byte) (key, value []byte, tsDelta int64, offDelta int32, ok bool) {
+	if len(rec) < 1 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[1:] // attributes
+	var k int
+	if tsDelta, k = kbin.Varlong(rec); k <= 0 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[k:]
+	if offDelta, k = kbin.Varint(rec); k <= 0 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[k:]
+	if key, rec, ok = ownVarBytes(rec); !ok {
+		return nil, nil, 0, 0, false
+	}
+	if value, _, ok = ownVarBytes(rec); !ok {
+		return nil, nil, 0, 0, false
+	}
+	return key, value, tsDelta, offDelta, true
+}
+
+// ownVarBytes reads varint-length bytes (-1 = nil).
+func ownVarBytes(b []byte) ([]byte, []byte, bool) {
+	n, k := kbin.Varint(b)
+	if k <= 0 || n < -1 || int(n) > len(b)-k {
+		return nil, b, false
+	}
+	b = b[k:]
+	if n < 0 {
+		return nil, b, true
+	}
+	return b[:n:n], b[n:], true
+}
+
+// appendLegacyMessage appends one message of magic 0 or 1 with its offset
+// and size prefix: crc (IEEE) | magic | attributes | [timestamp] | key |
+// value, lengths as int32 (-1 = null).
+func appendLegacyMessage(dst []byte, magic int8, offset, ts int64, key, value []byte) []byte {
+	size := 4 + 1 + 1 + 4 + len(key) + 4 + len(value)
+	if magic == 1 {
+		size += 8
+	}
+	dst = binary.BigEndian.AppendUint64(dst, uint64(offset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+	crcAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0, byte(magic), 0)
+	if magic == 1 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
+	}
+	dst = appendLegacyBytes(dst, key)
+	dst = appendLegacyBytes(dst, value)
+	binary.BigEndian.PutUint32(dst[crcAt:], crc32.ChecksumIEEE(dst[crcAt+4:]))
+	return dst
+}
+
+func appendLegacyBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.BigEndian.AppendUint32(dst, math.MaxUint32) // -1
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
+	return append(dst, b...)
+}
+
+// hwWhenEmpty derives the high watermark from an empty poll at offset:
+// current_offset > 0 means the log ends at current+1; current 0 is either an
+// empty partition or one holding only offset 0. A poll that asked for
+// messages (probed) from offset 0 and got none settles it: empty. Otherwise
+// a Last poll tells them apart.
+func (f *fetcher) hwWhenEmpty(ctx context.Context, ref iggy.TopicRef, partition int32, cur, offset uint64, probed bool) (int64, error) {
+	if cur > 0 {
+		return int64(cur) + 1, nil
+	}
+	if offset == 0 && probed {
+		return 0, nil
+	}
+	last, err := f.poll(ctx, ref, partition, icodec.PollingKindLast, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer last.Release()
+	if last.Count == 0 {
+		return 0, nil
+	}
+	return int64(last.CurrentOffset) + 1, nil
+}
+
+// logStart returns the partition's first retained offset: from the cache
+// while fresh and consistent with what the fetch just read, else from a
+// First poll (the high watermark when nothing is retained).
+func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, offset, hw int64, st partState) (int64, error) {
+	if !st.at.IsZero() && time.Since(st.at) < fetchLogStartTTL && st.logStart <= min(offset, hw) {
+		return st.logStart, nil
+	}
+	ls, err := firstOffset(ctx, f.b, ref, key.partition, hw)
+	if err != nil {
+		return 0, err
+	}
+	f.parts.setLogStart(key, ls)
+	return ls, nil
+}
+
+// firstOffset polls the first retained message; with none it answers hw
+// (the log starts where it ends). hw < 0 means unknown: then the poll's
+// current offset decides.
+func firstOffset(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
+	p, err := pollIggy(ctx, b, ref, partition, icodec.PollingKindFirst, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Release()
+	it := p.Messages()
+	if it.Next() {
+		return int64(it.Message().Offset), nil
+	}
+	if hw >= 0 {
+		return hw, nil
+	}
+	if p.CurrentOffset > 0 {
+		return int64(p.CurrentOffset) + 1, nil
+	}
+	return 0, nil
+}
+
+// poll runs one single-consumer poll of a partition.
+func (f *fetcher) poll(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
+	return pollIggy(ctx, f.b, ref, partition, kind, value, count)
+}
+
+// pollIggy runs one single-consumer poll (fetchConsumer, no auto-commit).
+func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
+	return b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
+		Consumer:    fetchConsumer,
+		StreamID:    ref.StreamID(),
+		TopicID:     ref.TopicID(),
+		PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(partition)},
+		Strategy:    icodec.PollingStrategy{Kind: kind, Value: value},
+		Count:       count,
+	})
+}
+
+// fetchPollCount is the message count of the next poll: what remaining
+// bytes should hold at avg bytes per message (0 = unknown: a small probe),
+// at least one when a record must go in anyway, 0 (a poll that only reads
+// the partition's offsets) when nothing fits.
+func fetchPollCount(remaining, avg int, atLeastOne bool) uint32 {
+	if remaining <= 0 {
+		if atLeastOne {
+			return 1
+		}
+		return 0
+	}
+	if avg <= 0 {
+		return uint32(min(remaining/1024+1, fetchProbeCount))
+	}
+	n := remaining/avg + 1
+	n = min(n, fetchMaxPollCount, max(fetchMaxPollBytes/avg, 1))
+	return uint32(n)
+}
+
+// topicAvgMessageSize estimates a partition's bytes per message from the
+// cached topic lookup (0 when it knows nothing).
+func topicAvgMessageSize(info *iggy.TopicInfo, partition int32) int {
+	for i := range info.Details.Partitions {
+		p := &info.Details.Partitions[i]
+		if p.ID == uint32(partition) && p.MessagesCount > 0 {
+			return int(min(p.SizeBytes/p.MessagesCount, fetchMaxPollBytes))
+		}
+	}
+	return 0
+}
+
+// partState is what the fetcher remembers of a partition.
+type partState struct {
+	logStart int64
+	at       time.Time // when logStart was learned; zero: unknown
+	avg      int       // Iggy bytes per message in the last poll; 0: unknown
+}
+
+// partCache holds partState per Kafka topic-partition.
+type partCache struct {
+	mu sync.Mutex
+	m  map[partKey]partState
+}
+
+func (c *partCache) get(k partKey) partState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *partCache) update(k partKey, fn func(*partState)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= fetchPartCacheMax {
+		if _, ok := c.m[k]; !ok {
+			clear(c.m)
+		}
+	}
+	s := c.m[k]
+	fn(&s)
+	c.m[k] = s
+}
+
+func (c *partCache) setLogStart(k partKey, ls int64) {
+	c.update(k, func(s *partState) { s.logStart, s.at = ls, time.Now() })
+}
+
+func (c *partCache) setAvg(k partKey, avg int) {
+	c.update(k, func(s *partState) { s.avg = avg })
+}
+
+// topicIDIndex maps Kafka topic ids (topicID) back to topic names for the
+// APIs that name topics by id (Produce v13, Fetch v13+). Ids are derived,
+// not stored, so an id the index does not know triggers a scan: one
+// GET_TOPICS of the default stream (its topic headers carry what topicID
+// hashes) plus the overrides' cached lookups. Scans are single-flight, and
+// a request does not scan again when a scan started after it arrived.
+type topicIDIndex struct {
+	b         *Bridge
+	mu        sync.Mutex
+	byID      map[[16]byte]topicIDEntry
+	scanMu    sync.Mutex // one scan at a time
+	lastStart time.Time  // when the last completed scan started
+}
+
+// topicIDEntry is one known id: the Kafka name and the lookup it was
+// computed from (the same cached lookup needs no new hash).
+type topicIDEntry struct {
+	name string
+	info *iggy.TopicInfo
+}
+
+func newTopicIDIndex(b *Bridge) *topicIDIndex {
+	return &topicIDIndex{b: b, byID: map[[16]byte]topicIDEntry{}}
+}
+
+// lookup returns the topic whose id is id; a nil TopicInfo (and nil error)
+// when no topic has it. received is when the request arrived.
+func (x *topicIDIndex) lookup(ctx context.Context, id [16]byte, received time.Time) (string, *iggy.TopicInfo, error) {
+	if name, info, err := x.cached(ctx, id); info != nil || err != nil {
+		return name, info, err
+	}
+	x.scanMu.Lock()
+	defer x.scanMu.Unlock()
+	if x.lastStart.After(received) {
+		// A scan that started after the request arrived found nothing new
+		// for it (or did, and the cache has it now).
+		return x.cached(ctx, id)
+	}
+	start := time.Now()
+	m, err := x.scan(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	x.mu.Lock()
+	x.byID = m
+	x.mu.Unlock()
+	x.lastStart = start
+	return x.cached(ctx, id)
+}
+
+// scan computes the id of every Kafka topic.
+func (x *topicIDIndex) scan(ctx context.Context) (map[[16]byte]topicIDEntry, error) {
+	b := x.b
+	m := map[[16]byte]topicIDEntry{}
+	stream := b.cfg.Topics.DefaultStream
+	var resp icodec.GetTopicsResponse
+	switch err := b.iggy.Do(ctx, &icodec.GetTopicsRequest{StreamID: iggy.TopicRef{Stream: stream}.StreamID()}, &resp); {
+	case err == nil:
+		for i := range resp.Topics {
+			ref := iggy.TopicRef{Stream: stream, Topic: resp.Topics[i].Name}
+			name, ok := b.topics.kafkaName(ref)
+			if !ok {
+				continue
+			}
+			if _, moved := b.topics.override[name]; moved {
+				continue // an override's id is computed from its own topic below
+			}
+			m[topicID(&iggy.TopicInfo{Ref: ref, Details: icodec.TopicDetails{TopicHeader: resp.Topics[i]}})] = topicIDEntry{name: name}
+		}
+	case iggy.IsNotFound(err):
+	default:
+		return nil, err
+	}
+	for name, ref := range b.topics.override {
+		info, err := b.iggy.GetTopic(ctx, ref)
+		if err != nil {
+			if iggy.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		m[topicID(info)] = topicIDEntry{name: name, info: info}
+	}
+	return m, nil
+}
+
+// cached resolves id through the index, checking that the named topic
+// still has that id (a topic recreated under the same name has another).
+func (x *topicIDIndex) cached(ctx context.Context, id [16]byte) (string, *iggy.TopicInfo, error) {
+	x.mu.Lock()
+	e, ok := x.byID[id]
+	x.mu.Unlock()
+	if !ok {
+		return "", nil, nil
+	}
+	info, err := x.b.lookupTopic(ctx, e.name)
+	switch {
+	case err == nil && (info == e.info || topicID(info) == id):
+		if info != e.info {
+			x.mu.Lock()
+			if cur, ok := x.byID[id]; ok && cur.name == e.name {
+				x.byID[id] = topicIDEntry{name: e.name, info: info}
+			}
+			x.mu.Unlock()
+		}
+		return e.name, info, nil
+	case err != nil && !iggy.IsNotFound(err):
+		return e.name, nil, err
+	}
+	return "", nil, nil
+}
