@@ -21,11 +21,16 @@ import (
 // serve runs the sidecar until SIGINT or SIGTERM and returns the exit status.
 func serve(args []string) int {
 	cfg, err := loadConfig(args, os.Environ())
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(os.Stderr, configUsage())
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kafka-iggy:", err)
 		return 2
 	}
 	log := newLogger(cfg.Log, os.Stderr)
+	log.Info().Object("config", cfg).Msg("effective configuration (secrets masked)")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := runSidecar(ctx, cfg, log, nil); err != nil {
