@@ -44,8 +44,12 @@ package bridge
 //   - LogAppendTime is -1 (CreateTime topics); LogStartOffset is -1 (not
 //     looked up on the write path; clients read it only on
 //     UNKNOWN_PRODUCER_ID, which this file never answers).
-//   - Idempotent batches (producer id set) are stored like any other:
-//     sequence tracking is pids.go's, not this file's.
+//   - Idempotent batches (v3+, producer id set) go through pids.go first:
+//     a retried batch (same producer, epoch and sequence as one of the last
+//     5 confirmed) gets its original base offset and is not written again;
+//     a sequence gap answers OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch
+//     INVALID_PRODUCER_EPOCH; one batch per producer and partition is
+//     written at a time, so Iggy receives them in sequence order.
 //
 // Version notes:
 //   - v0-v2 accept any number of batches of any magic (Kafka does not check
@@ -103,6 +107,7 @@ type produceSend struct {
 	ref       iggy.TopicRef
 	partition int32
 	msgs      *iggy.Messages
+	idem      *KafkaBatchInfo // the batch of an idempotent producer (v3+), else nil
 }
 
 func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -165,7 +170,12 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			if msgs == nil { // no records: nothing to write
 				continue
 			}
-			sends = append(sends, produceSend{rp: rp, topic: name, ref: info.Ref, partition: rp.Partition, msgs: msgs})
+			ps := produceSend{rp: rp, topic: name, ref: info.Ref, partition: rp.Partition, msgs: msgs}
+			if bs := d.Batches(); rq.Version >= 3 && len(bs) == 1 && bs[0].Idempotent() {
+				bi := bs[0]
+				ps.idem = &bi
+			}
+			sends = append(sends, ps)
 		}
 	}
 	decoderPool.Put(d)
@@ -311,8 +321,24 @@ func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string
 
 // send writes one partition's messages and fills its response.
 func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
+	done := noopDone
+	if bi := s.idem; bi != nil {
+		dup, code, d := p.b.pids.admit(ctx, bi.ProducerID, bi.ProducerEpoch, s.topic, s.partition, bi.BaseSequence, int32(bi.Records))
+		if code != 0 || dup != nil {
+			s.msgs.Release()
+			s.msgs = nil
+			if code != 0 {
+				s.rp.ErrorCode = code
+			} else {
+				s.rp.BaseOffset = dup.BaseOffset
+			}
+			return
+		}
+		done = d
+	}
 	base, err := p.b.iggy.Send(ctx, s.ref, uint32(s.partition), s.msgs)
 	s.msgs = nil // Send owns it now
+	done(base, err == nil)
 	if err != nil {
 		s.rp.ErrorCode = dataErrCode(ctx, p.b, rq, err, s.topic, "produce: send failed")
 		return

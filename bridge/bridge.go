@@ -34,13 +34,16 @@ type Options struct {
 
 // Bridge holds the Kafka-side state of the sidecar.
 type Bridge struct {
-	cfg    Config
-	log    zerolog.Logger
-	iggy   *iggy.Client
-	broker atomic.Pointer[Broker]
-	table  *Table
-	topics *topicMap
-	notify *notifier
+	cfg     Config
+	log     zerolog.Logger
+	iggy    *iggy.Client
+	broker  atomic.Pointer[Broker]
+	table   *Table
+	topics  *topicMap
+	notify  *notifier
+	groups  *groupCoordinator // consumer groups (groups.go)
+	offsets *offsetStore      // committed offsets in Iggy (offsets.go)
+	pids    *producerState    // producer ids and idempotence (pids.go)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -63,6 +66,10 @@ func New(o Options) (*Bridge, error) {
 	broker := o.Broker
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
+	b.groups = newGroupCoordinator(o.Config.Groups, o.Log, nil)
+	b.offsets = newOffsetStore(b)
+	b.groups.offsets = b.offsets
+	b.pids = newProducers(o.Config.Producer, o.Log)
 	t, err := NewTable(b.apis()...)
 	if err != nil {
 		return nil, err
@@ -80,7 +87,18 @@ func (b *Bridge) apis() []API {
 		b.produceAPI(),
 		b.fetchAPI(),
 		b.listOffsetsAPI(),
+		b.offsetCommitAPI(),
+		b.offsetFetchAPI(),
 		b.findCoordinatorAPI(),
+		b.joinGroupAPI(),
+		b.heartbeatAPI(),
+		b.leaveGroupAPI(),
+		b.syncGroupAPI(),
+		b.describeGroupsAPI(),
+		b.listGroupsAPI(),
+		b.deleteGroupsAPI(),
+		b.initProducerIDAPI(),
+		b.offsetDeleteAPI(),
 		b.createTopicsAPI(),
 		b.deleteTopicsAPI(),
 		b.describeConfigsAPI(),

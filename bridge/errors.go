@@ -42,6 +42,9 @@ var statusToKafka = map[icodec.Status]int16{
 	icodec.StatusTooBigUserHeaders:         kerr.MessageTooLarge.Code,
 	icodec.StatusTooBigMessagePayload:      kerr.MessageTooLarge.Code,
 	icodec.StatusInvalidConsumerGroupName:  kerr.InvalidGroupID.Code,
+	// Only offset stores meet 4100: a consumer-mode commit beyond the high
+	// watermark (KAFKA-ON-IGGY §6).
+	icodec.StatusInvalidOffset: kerr.OffsetOutOfRange.Code,
 
 	// Iggy's id spaces (4096 topics per stream, 1048576 streams) limit
 	// creation cluster-wide: Kafka reports such limits as policy refusals.
@@ -67,6 +70,12 @@ func kafkaCode(err error, scope errScope) int16 {
 		return kerr.TopicAuthorizationFailed.Code
 	}
 	if iggy.IsTimeout(err) {
+		if scope == scopeOffsets {
+			// REQUEST_TIMED_OUT in an OffsetFetch answer is fatal to the
+			// Java consumer; COORDINATOR_LOAD_IN_PROGRESS is retried by
+			// every client.
+			return kerr.CoordinatorLoadInProgress.Code
+		}
 		return kerr.RequestTimedOut.Code
 	}
 	if iggy.Retriable(err) {

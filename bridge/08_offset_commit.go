@@ -1,0 +1,236 @@
+package bridge
+
+// OffsetCommit: v0-v10
+//
+// Behavior (KAFKA-ON-IGGY §6; the store is offsets.go):
+//   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24) for every
+//     partition, with no Iggy call.
+//   - Group checks as on a broker, by the group coordinator
+//     (commitGate -> validateCommit): members of a group must commit with
+//     their member id (and instance id) and the current generation, else
+//     UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or
+//     REBALANCE_IN_PROGRESS for every partition; generation -1 without a
+//     member id (admin tools, consumers using assign()) is accepted for an
+//     unknown or empty group. From v9 an unknown group with a generation
+//     answers GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION, as Kafka's
+//     coordinator does.
+//   - Topics must exist (no auto-creation) and partitions be inside the
+//     topic, else UNKNOWN_TOPIC_OR_PARTITION (3); v10 names topics by id:
+//     UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has.
+//   - Each partition's offset is stored in Iggy (external-group: verbatim
+//     under kind 3; consumer: offset - 1 under kind 1); a negative offset
+//     deletes the key. Partitions are written in parallel, each key in
+//     order (offsets.go). Metadata, leader epoch (v6+), the v1 timestamp
+//     and the v2-v4 retention time are not stored.
+//   - Failures map through kafkaCode with the offsets scope: retriable and
+//     timed-out Iggy calls answer COORDINATOR_LOAD_IN_PROGRESS (14), which
+//     every client retries; a consumer-mode commit beyond the high
+//     watermark (Iggy 4100) answers OFFSET_OUT_OF_RANGE (1).
+//
+// Version notes: v1 generation, member id, per-partition timestamp; v2-v4
+// retention time; v3 throttle; v5 drops retention; v6 leader epoch; v7
+// group instance id; v8 flexible; v9 KIP-848 (GROUP_ID_NOT_FOUND for
+// unknown groups); v10 topic ids.
+//
+// Iggy commands: GET_TOPIC (300), GET_TOPICS (301, v10 topic ids),
+// GET_CONSUMER_GROUP (600) and CREATE_CONSUMER_GROUP (602) once per topic
+// (external-group), STORE_CONSUMER_OFFSET (121), DELETE_CONSUMER_OFFSET
+// (122), GET_CONSUMER_OFFSET (120, the auto probe).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+// offsetGroupGate is what the offsets APIs ask the group coordinator
+// (groups.go; *groupCoordinator satisfies it).
+type offsetGroupGate interface {
+	validateCommit(groupID, memberID string, generation int32, instanceID *string) int16
+	offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool)
+	snapshot(groupID string) (groupSnapshot, bool)
+}
+
+// commitGate returns the group coordinator's checks; nil when the bridge
+// has no coordinator (then every commit is accepted).
+func (b *Bridge) commitGate() offsetGroupGate {
+	if b.groups == nil {
+		return nil
+	}
+	return b.groups
+}
+
+// offsetsScoped turns the retriable codes of the data scope (what the
+// shared partition check answers) into the offsets scope's.
+func offsetsScoped(code int16) int16 {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return code
+}
+
+// offsetCommitter serves OffsetCommit.
+type offsetCommitter struct {
+	b   *Bridge
+	ids *topicIDIndex
+}
+
+func (b *Bridge) offsetCommitAPI() API {
+	c := &offsetCommitter{b: b, ids: newTopicIDIndex(b)}
+	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle}
+}
+
+// commitWrite is one partition to write.
+type commitWrite struct {
+	rp     *kmsg.OffsetCommitResponseTopicPartition
+	t      int // index of the request topic
+	topic  string
+	ref    iggy.TopicRef
+	offset int64
+}
+
+func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	b := c.b
+
+	resp.Topics = make([]kmsg.OffsetCommitResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = req.Topics[i].Topic, req.Topics[i].TopicID
+		rt.Partitions = make([]kmsg.OffsetCommitResponseTopicPartition, len(req.Topics[i].Partitions))
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = req.Topics[i].Partitions[j].Partition
+		}
+	}
+	if code := c.checkGroup(rq, req); code != 0 {
+		setCommitCodes(resp, code)
+		return resp, nil
+	}
+
+	var writes []commitWrite
+	for i := range req.Topics {
+		rt := &resp.Topics[i]
+		name, info, code := c.resolve(ctx, rq, &req.Topics[i])
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if code != 0 {
+				rp.ErrorCode = code
+				continue
+			}
+			if rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition); rp.ErrorCode != 0 {
+				rp.ErrorCode = offsetsScoped(rp.ErrorCode)
+				continue
+			}
+			writes = append(writes, commitWrite{rp: rp, t: i, topic: name, ref: info.Ref, offset: req.Topics[i].Partitions[j].Offset})
+		}
+	}
+
+	// Ready each topic that gets a store once (mode, Iggy group), then
+	// write every partition.
+	modes := make([]offsetMode, len(req.Topics))
+	perrs := make([]error, len(req.Topics))
+	var ready []int
+	for k := range writes {
+		if w := &writes[k]; w.offset >= 0 && (len(ready) == 0 || ready[len(ready)-1] != w.t) {
+			ready = append(ready, w.t)
+		}
+	}
+	parallel(len(ready), offsetsParallel, func(k int) {
+		i := ready[k]
+		for _, w := range writes {
+			if w.t == i {
+				modes[i], perrs[i] = b.offsets.prepare(ctx, req.Group, w.ref)
+				return
+			}
+		}
+	})
+	tk := ticketOf(rq)
+	parallel(len(writes), offsetsParallel, func(k int) {
+		w := &writes[k]
+		err := perrs[w.t]
+		if err == nil || w.offset < 0 {
+			err = b.offsets.commit(ctx, modes[w.t], req.Group, w.ref, w.rp.Partition, w.offset, tk)
+		}
+		if err != nil {
+			w.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, w.topic, "offset commit: write failed")
+		}
+	})
+	return resp, nil
+}
+
+// checkGroup applies the group-id rule and the coordinator's checks.
+func (c *offsetCommitter) checkGroup(rq *Request, req *kmsg.OffsetCommitRequest) int16 {
+	if !validGroupID(req.Group) {
+		return kerr.InvalidGroupID.Code
+	}
+	gate := c.b.commitGate()
+	if gate == nil {
+		return 0
+	}
+	code := gate.validateCommit(req.Group, req.MemberID, req.Generation, req.InstanceID)
+	if code == kerr.IllegalGeneration.Code && rq.Version >= 9 {
+		if _, known := gate.snapshot(req.Group); !known {
+			code = kerr.GroupIDNotFound.Code
+		}
+	}
+	return code
+}
+
+// resolve finds the topic of one request entry: by name up to v9, by id
+// from v10. No auto-creation.
+func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.OffsetCommitRequestTopic) (string, *iggy.TopicInfo, int16) {
+	b := c.b
+	if rq.Version >= 10 {
+		name, info, err := c.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		if err != nil {
+			return name, nil, offsetErrCode(ctx, b, rq, err, "", name, "offset commit: topic id lookup failed")
+		}
+		if info == nil {
+			return "", nil, kerr.UnknownTopicID.Code
+		}
+		return name, info, 0
+	}
+	if validTopicName(t.Topic) != nil {
+		return t.Topic, nil, kerr.UnknownTopicOrPartition.Code
+	}
+	info, err := b.lookupTopic(ctx, t.Topic)
+	if err != nil {
+		return t.Topic, nil, offsetErrCode(ctx, b, rq, err, "", t.Topic, "offset commit: topic lookup failed")
+	}
+	return t.Topic, info, 0
+}
+
+// setCommitCodes answers every partition with code.
+func setCommitCodes(resp *kmsg.OffsetCommitResponse, code int16) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			resp.Topics[i].Partitions[j].ErrorCode = code
+		}
+	}
+}
+
+// offsetErrCode maps an Iggy failure of an offsets write to its Kafka code
+// and logs it: UNKNOWN_SERVER_ERROR at warn level with the Iggy code, the
+// rest at debug level.
+func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
+	code := kafkaCode(err, scopeOffsets)
+	if code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode) {
+		code = kerr.CoordinatorLoadInProgress.Code // the auto probe failed: retry
+	}
+	ev := b.log.Debug()
+	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
+		ev = b.log.Warn()
+	}
+	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
+		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
+	return code
+}

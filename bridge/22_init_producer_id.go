@@ -1,0 +1,46 @@
+package bridge
+
+// InitProducerID: v0-v5
+//
+// Behavior (KAFKA-ON-IGGY §4):
+//   - No transactional id (null): a new producer id from this instance's
+//     allocator (pids.go: instance id in the high bits, a clock-seeded
+//     counter below), epoch 0, error 0. As on a broker, a request without
+//     a transactional id always gets a new id, whatever ProducerID and
+//     ProducerEpoch (v3+) it carries: idempotent producers bump their epoch
+//     themselves (KIP-360) and call InitProducerId only to start over.
+//   - Any transactional id (including an empty one): UNSUPPORTED_VERSION
+//     (35), producer id -1, epoch -1. The gateway has no transactions;
+//     FindCoordinator refuses transaction keys the same way.
+//   - TransactionTimeoutMillis is ignored (transactions only).
+//
+// Version notes: v1 throttle switch; v2 flexible; v3 ProducerID and
+// ProducerEpoch in the request (KIP-360); v4 and v5 no wire change.
+//
+// Iggy commands: none.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Bridge) initProducerIDAPI() API {
+	return API{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 5, Handle: b.handleInitProducerID}
+}
+
+func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		b.log.Debug().Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).
+			Msg("init producer id: transactional id refused")
+		return resp, nil
+	}
+	resp.ProducerID = b.pids.alloc.next()
+	resp.ProducerEpoch = 0
+	return resp, nil
+}

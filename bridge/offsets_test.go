@@ -1,0 +1,239 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+func TestValidGroupID(t *testing.T) {
+	for _, c := range []struct {
+		g  string
+		ok bool
+	}{
+		{"", false},
+		{"g", true},
+		{strings.Repeat("a", 246), true},
+		{strings.Repeat("a", 247), false},
+		{"caf\xc3\xa9", true},
+		{"bad\xff", false},
+	} {
+		if got := validGroupID(c.g); got != c.ok {
+			t.Errorf("validGroupID(%q) = %v", c.g, got)
+		}
+	}
+	if n := len(iggyGroupName(strings.Repeat("a", maxGroupIDLen))); n != 255 {
+		t.Fatalf("longest Iggy group name is %d bytes", n)
+	}
+}
+
+func TestConsumerOf(t *testing.T) {
+	c := consumerOf(offsetModeExternal, "orders")
+	if c.Kind != icodec.ConsumerKindExternalGroup || c.ID.Kind != icodec.IdentifierKindString || string(c.ID.Value) != "kafka.cg.orders" {
+		t.Fatalf("external: %+v", c)
+	}
+	c = consumerOf(offsetModeConsumer, "orders")
+	if c.Kind != icodec.ConsumerKindConsumer || string(c.ID.Value) != "kafka.cg.orders" {
+		t.Fatalf("consumer: %+v", c)
+	}
+}
+
+func TestKafkaOffset(t *testing.T) {
+	for _, c := range []struct {
+		mode offsetMode
+		v    uint64
+		want int64
+	}{
+		{offsetModeExternal, 0, 0},
+		{offsetModeExternal, 42, 42},
+		{offsetModeExternal, math.MaxInt64, math.MaxInt64},
+		{offsetModeExternal, math.MaxInt64 + 1, -1},
+		{offsetModeConsumer, 0, 1},
+		{offsetModeConsumer, 41, 42},
+		{offsetModeConsumer, math.MaxInt64 - 1, math.MaxInt64},
+		{offsetModeConsumer, math.MaxInt64, -1},
+		{offsetModeConsumer, math.MaxUint64, -1},
+	} {
+		if got := kafkaOffset(c.mode, c.v); got != c.want {
+			t.Errorf("kafkaOffset(%v, %d) = %d, want %d", c.mode, c.v, got, c.want)
+		}
+	}
+}
+
+func TestOffsetReadCode(t *testing.T) {
+	if c := offsetReadCode(icodec.StatusUnauthorized); c != kerr.GroupAuthorizationFailed.Code {
+		t.Fatal(c)
+	}
+	for _, err := range []error{iggy.ErrTimeout, iggy.ErrSessionLost, icodec.StatusInvalidCommand, errors.New("x")} {
+		if c := offsetReadCode(err); c != kerr.CoordinatorLoadInProgress.Code {
+			t.Fatalf("%v: %d", err, c)
+		}
+	}
+	// The offsets scope of the shared table: timeouts and retriable
+	// failures are COORDINATOR_LOAD_IN_PROGRESS, 4100 is OFFSET_OUT_OF_RANGE.
+	for err, want := range map[error]int16{
+		iggy.ErrTimeout:                     kerr.CoordinatorLoadInProgress.Code,
+		context.DeadlineExceeded:            kerr.CoordinatorLoadInProgress.Code,
+		iggy.ErrSessionLost:                 kerr.CoordinatorLoadInProgress.Code,
+		icodec.StatusInvalidOffset:          kerr.OffsetOutOfRange.Code,
+		icodec.StatusTopicIDNotFound:        kerr.UnknownTopicOrPartition.Code,
+		icodec.StatusUnauthorized:           kerr.GroupAuthorizationFailed.Code,
+		icodec.StatusInvalidCommand:         kerr.UnknownServerError.Code,
+		icodec.StatusConsumerOffsetNotFound: kerr.UnknownServerError.Code,
+	} {
+		if got := kafkaCode(err, scopeOffsets); got != want {
+			t.Errorf("kafkaCode(%v, offsets) = %d, want %d", err, got, want)
+		}
+	}
+	if got := kafkaCode(iggy.ErrTimeout, scopeData); got != kerr.RequestTimedOut.Code {
+		t.Errorf("data scope timeout: %d", got)
+	}
+}
+
+func TestCommitTicketBefore(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	a := commitTicket{conn: 1, at: t0, corr: 5}
+	for _, c := range []struct {
+		x, y commitTicket
+		want bool
+	}{
+		{a, commitTicket{conn: 1, at: t0, corr: 6}, true},
+		{a, commitTicket{conn: 1, at: t0, corr: 5}, false},
+		{a, commitTicket{conn: 1, at: t0, corr: 4}, false},
+		{a, commitTicket{conn: 1, at: t0.Add(time.Millisecond), corr: 1}, true},
+		{a, commitTicket{conn: 1, at: t0.Add(-time.Millisecond), corr: 9}, false},
+		{a, commitTicket{conn: 2, at: t0.Add(time.Hour), corr: 9}, false}, // other connection
+		{commitTicket{}, a, false},                                        // internal writes
+		{a, commitTicket{}, false},
+		{commitTicket{conn: 1, at: t0, corr: math.MaxInt32}, commitTicket{conn: 1, at: t0, corr: math.MinInt32}, true}, // wrap
+	} {
+		if got := c.x.before(c.y); got != c.want {
+			t.Errorf("%+v before %+v = %v", c.x, c.y, got)
+		}
+	}
+}
+
+func TestCommitOrder(t *testing.T) {
+	var o commitOrder
+	o.slots = map[commitKey]*commitSlot{}
+	key := commitKey{group: "g", ref: iggy.TopicRef{Stream: "s", Topic: "t"}, partition: 0}
+	t0 := time.Unix(100, 0)
+	var applied []int
+	write := func(v int) func() error {
+		return func() error { applied = append(applied, v); return nil }
+	}
+	// The later commit of a connection lands first: the earlier one is
+	// skipped (and reported as success).
+	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 2}, write(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 1}, write(1)); err != nil {
+		t.Fatal(err)
+	}
+	// Another connection's commit always applies.
+	_ = o.run(key, commitTicket{conn: 2, at: t0, corr: 1}, write(3))
+	// A failed write does not make older writes stale.
+	fail := errors.New("boom")
+	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 9}, func() error { return fail }); err != fail {
+		t.Fatal(err)
+	}
+	_ = o.run(key, commitTicket{conn: 1, at: t0, corr: 3}, write(4))
+	if got := applied; len(got) != 3 || got[0] != 2 || got[1] != 3 || got[2] != 4 {
+		t.Fatalf("applied %v, want [2 3 4]", got)
+	}
+	// Other keys are independent.
+	other := key
+	other.partition = 1
+	_ = o.run(other, commitTicket{conn: 1, at: t0, corr: 1}, write(5))
+	if applied[len(applied)-1] != 5 {
+		t.Fatal("other key skipped")
+	}
+}
+
+func TestCommitOrderSerializesKey(t *testing.T) {
+	var o commitOrder
+	o.slots = map[commitKey]*commitSlot{}
+	key := commitKey{group: "g", partition: 3}
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_ = o.run(key, commitTicket{conn: uint64(i + 1)}, func() error {
+				n := inside.Add(1)
+				for {
+					m := maxInside.Load()
+					if n <= m || maxInside.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				inside.Add(-1)
+				return nil
+			})
+		}(i)
+	}
+	wg.Wait()
+	if m := maxInside.Load(); m != 1 {
+		t.Fatalf("%d writes of one key ran at once", m)
+	}
+}
+
+func TestCommitOrderPrunes(t *testing.T) {
+	var o commitOrder
+	o.slots = map[commitKey]*commitSlot{}
+	for i := 0; i < commitSlotsPrune; i++ {
+		_ = o.run(commitKey{partition: int32(i)}, commitTicket{}, func() error { return nil })
+	}
+	// Make every slot idle for long, then add one more key (the threshold
+	// doubled when the first prune found nothing idle).
+	o.mu.Lock()
+	o.pruneNext = 0
+	for _, sl := range o.slots {
+		sl.used = time.Now().Add(-2 * commitSlotIdle)
+	}
+	o.mu.Unlock()
+	_ = o.run(commitKey{partition: -1}, commitTicket{}, func() error { return nil })
+	o.mu.Lock()
+	n := len(o.slots)
+	o.mu.Unlock()
+	if n > 1 {
+		t.Fatalf("%d slots left after pruning", n)
+	}
+}
+
+func TestParallel(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 17, 100} {
+		var hits [100]atomic.Int32
+		var running, peak atomic.Int32
+		parallel(n, 4, func(i int) {
+			r := running.Add(1)
+			for {
+				p := peak.Load()
+				if r <= p || peak.CompareAndSwap(p, r) {
+					break
+				}
+			}
+			hits[i].Add(1)
+			running.Add(-1)
+		})
+		for i := 0; i < n; i++ {
+			if hits[i].Load() != 1 {
+				t.Fatalf("n=%d: index %d ran %d times", n, i, hits[i].Load())
+			}
+		}
+		if peak.Load() > 4 {
+			t.Fatalf("n=%d: %d ran at once", n, peak.Load())
+		}
+	}
+}
