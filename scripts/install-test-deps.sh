@@ -93,3 +93,61 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 run_quiet "cargo build of scripts/conformance" env CONFORMANCE_BUILD_ONLY=1 bash scripts/conformance/run.sh
+
+# --- Kubernetes checks (deploy/deploy_test.go, cmd/kafka-iggy/config_test.go) --
+# kubeconform and helm, pinned, built from the Go module proxy into a cache
+# dir (a cold helm build takes several minutes on two cores; later runs are a
+# no-op). The Kubernetes JSON schemas come from the PyPI package
+# kubernetes-validate, which ships them; kubeconform would otherwise fetch them
+# from a host that is not reachable here. Its files reference
+# "/api/_definitions.json" under an https $id; they are rewritten to refer to
+# the local _definitions.json so kubeconform resolves everything offline.
+echo "== test deps: kubeconform, helm, Kubernetes JSON schemas"
+KUBECONFORM_VERSION=v0.8.0
+HELM_VERSION=v3.22.0
+K8S_VALIDATE_VERSION=1.37.0                 # PyPI kubernetes-validate
+K8S_SCHEMA_VERSIONS="v1.33.0 v1.37.0"       # native sidecars are GA from 1.33
+k8s_bin="${KAFKA_IGGY_TOOLS_DIR:-$HOME/.cache/kafka-iggy/bin}"
+k8s_schemas="${KAFKA_IGGY_K8S_SCHEMAS:-$HOME/.cache/kafka-iggy/k8s-schemas}"
+mkdir -p "$k8s_bin"
+if [[ "$(cat "$k8s_bin/kubeconform.version" 2>/dev/null || true)" != "$KUBECONFORM_VERSION" || ! -x "$k8s_bin/kubeconform" ]]; then
+    run_quiet "go install kubeconform@$KUBECONFORM_VERSION" \
+        env GOBIN="$k8s_bin" CGO_ENABLED=0 go install -trimpath "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+    echo "$KUBECONFORM_VERSION" >"$k8s_bin/kubeconform.version"
+fi
+if [[ "$(cat "$k8s_bin/helm.version" 2>/dev/null || true)" != "$HELM_VERSION" || ! -x "$k8s_bin/helm" ]]; then
+    run_quiet "go install helm@$HELM_VERSION" \
+        env GOBIN="$k8s_bin" CGO_ENABLED=0 go install -trimpath \
+        -ldflags "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+    echo "$HELM_VERSION" >"$k8s_bin/helm.version"
+fi
+schema_stamp="$K8S_VALIDATE_VERSION $K8S_SCHEMA_VERSIONS"
+if [[ "$(cat "$k8s_schemas/stamp" 2>/dev/null || true)" != "$schema_stamp" ]]; then
+    command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip
+    wheel_dir="$(mktemp -d)"
+    run_quiet "pip download kubernetes-validate==$K8S_VALIDATE_VERSION" \
+        python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheel_dir" "kubernetes-validate==$K8S_VALIDATE_VERSION"
+    rm -rf "$k8s_schemas"
+    mkdir -p "$k8s_schemas"
+    run_quiet "unpack the Kubernetes schemas" python3 - "$wheel_dir" "$k8s_schemas" $K8S_SCHEMA_VERSIONS <<'PY'
+import glob, json, os, sys, zipfile
+wheel_dir, out, versions = sys.argv[1], sys.argv[2], sys.argv[3:]
+wheel = zipfile.ZipFile(glob.glob(os.path.join(wheel_dir, "*.whl"))[0])
+prefix = "kubernetes_validate/kubernetes-json-schema/"
+for version in versions:
+    for flavour in ("-local", "-local-strict"):
+        src, dst = prefix + version + flavour + "/", os.path.join(out, version + flavour)
+        os.makedirs(dst)
+        names = [n for n in wheel.namelist() if n.startswith(src) and n.endswith(".json")]
+        if not names:
+            sys.exit("no schemas for %s%s in the wheel" % (version, flavour))
+        for name in names:
+            doc = json.loads(wheel.read(name))
+            doc.pop("$id", None)  # resolve references against the local file
+            text = json.dumps(doc).replace('"/api/_definitions.json#', '"_definitions.json#')
+            with open(os.path.join(dst, os.path.basename(name)), "w") as f:
+                f.write(text)
+PY
+    rm -rf "$wheel_dir"
+    echo "$schema_stamp" >"$k8s_schemas/stamp"
+fi
