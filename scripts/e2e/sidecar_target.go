@@ -30,7 +30,7 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 	if os.Getenv("KAFKA_IGGY_E2E_NO_SIDECAR") == "1" {
 		return Target{}, nil, false, nil
 	}
-	root, err := repoRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		return Target{}, nil, false, err
 	}
@@ -116,5 +116,23 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 		b, _ := os.ReadFile(logPath)
 		stop()
 		return Target{}, nil, false, fmt.Errorf("kafka-iggy serve did not become ready within 60s; its log:\n%s", b)
+	}
+}
+
+// moduleRoot finds the directory holding go.mod, above the test's directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above %s", dir)
+		}
+		dir = parent
 	}
 }
