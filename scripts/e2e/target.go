@@ -7,8 +7,11 @@ type Target struct {
 	// Bootstrap is the host:port a client dials first.
 	Bootstrap string
 	// Reference marks franz-go's kfake: the differential test compares every
-	// other target with it.
+	// other target with it unless a real Kafka broker (Kafka) is running.
 	Reference bool
+	// Kafka marks a real Apache Kafka broker (kafka_target.go): when present it
+	// is the differential test's reference instead of kfake.
+	Kafka bool
 	// KeepsProducerBatches is true when Fetch returns record batches as the
 	// producer sent them (kfake, a real Kafka broker), so the suite can check
 	// that the client really compressed with the codec under test. The
