@@ -1011,7 +1011,6 @@ func randomGroupRun(t *testing.T, seed uint64) {
 		clients = append(clients, c)
 	}
 	var allJoins []chan joinResult
-	var allSyncs []chan syncResult
 	stable := 0
 	for step := range 3000 {
 		c := clients[rng.IntN(len(clients))]
@@ -1061,7 +1060,6 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			}
 			c.sync = make(chan syncResult, 1)
 			h.c.sync(syncParams{group: c.group, memberID: c.memberID, instanceID: c.instance, generation: c.gen, assignments: assign}, c.sync)
-			allSyncs = append(allSyncs, c.sync)
 		case op < 7:
 			if h.c.heartbeat(c.group, c.memberID, c.instance, c.gen) == kerr.UnknownMemberID.Code && c.join == nil {
 				c.memberID = ""
@@ -1078,7 +1076,6 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			h.c.validateCommit(c.group, other.memberID, int32(rng.IntN(5))-1, other.instance)
 			ch := make(chan syncResult, 1)
 			h.c.sync(syncParams{group: c.group, memberID: other.memberID, generation: int32(rng.IntN(5))}, ch)
-			allSyncs = append(allSyncs, ch)
 		case op == 9:
 			h.c.deleteGroup(context.Background(), c.group)
 			h.c.describe(c.group)

@@ -390,17 +390,15 @@ func expectClosed(t testing.TB, c net.Conn) {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(testTimeout))
 	var b [64]byte
-	for {
-		n, err := c.Read(b[:])
-		if err == nil {
-			t.Fatalf("expected the connection to close, got %d bytes", n)
-		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			t.Fatal("connection not closed within the deadline")
-		}
-		return // EOF or reset
+	n, err := c.Read(b[:])
+	if err == nil {
+		t.Fatalf("expected the connection to close, got %d bytes", n)
 	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("connection not closed within the deadline")
+	}
+	// EOF or reset: closed.
 }
 
 // waitFor polls cond until it holds or the test deadline passes.
