@@ -57,9 +57,23 @@ fuzz:
 	  done; \
 	done
 
-## bench: run the Go benchmarks
+## bench: side by side: the sidecar, Apache Kafka, kfake and the direct Iggy path (scripts/bench);
+##        rewrites docs/BENCHMARKS.md and docs/bench/ (bounded: about 9 minutes, loopback only)
 bench:
+	$(MAKE) --no-print-directory build
+	$(GO) run ./scripts/bench -bin $(BIN) -out docs
+
+## bench-go: the Go micro-benchmarks (codec, record mapping, client pool, proxy)
+.PHONY: bench-go
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-smoke: the seconds-long version of make bench for CI (no Kafka broker, no Rust build;
+##              the report goes to a temporary directory)
+.PHONY: bench-smoke
+bench-smoke:
+	$(MAKE) --no-print-directory build
+	$(GO) run ./scripts/bench -smoke -bin $(BIN)
 
 ## e2e: end-to-end checks with clients we did not write (Rust SDK conformance, ...)
 e2e:

@@ -1,0 +1,318 @@
+package main
+
+// The direct baseline in Go: the same payloads sent straight to the
+// embedded Iggy server with the project's own Iggy client (bridge/iggy),
+// shaped like the Rust program's runs: C connections in lockstep, each
+// sending batches of B messages to its own partition.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
+)
+
+// benchStream is the Iggy stream that holds the direct runs' topics.
+const benchStream = "bench"
+
+// directClient starts one Iggy client of pool size 1 without coalescing:
+// one connection in lockstep, as the official SDK's client is.
+func directClient(ctx context.Context, addr string, pool int) (*iggy.Client, error) {
+	cfg := iggy.DefaultConfig()
+	cfg.Address = addr
+	cfg.PoolSize = pool
+	cfg.Coalesce = pool > 1
+	cfg.RequestTimeout = flushGrace
+	cfg.KeepaliveInterval = 0
+	c, err := iggy.New(cfg, zerolog.New(io.Discard))
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.Start(sctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// iggyCreateTopic creates stream benchStream (once) and topic in it.
+func iggyCreateTopic(ctx context.Context, addr, topic string, partitions int) error {
+	c, err := directClient(ctx, addr, 1)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := c.CreateStream(ctx, benchStream); err != nil && !errors.Is(err, icodec.StatusStreamNameAlreadyExists) {
+		return fmt.Errorf("create stream: %w", err)
+	}
+	_, err = c.CreateTopic(ctx, iggy.TopicRef{Stream: benchStream, Topic: topic}, uint32(partitions), nil)
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+func iggyDeleteTopic(addr, topic string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := directClient(ctx, addr, 1)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	return c.Do(ctx, &icodec.DeleteTopicRequest{StreamID: t.StreamID(), TopicID: t.TopicID()}, nil)
+}
+
+// sendBatch sends payloads [first, first+n) of the pool as one Send.
+func sendBatch(ctx context.Context, c *iggy.Client, t iggy.TopicRef, partition uint32, pool [][]byte, first, n int) (int64, error) {
+	msgs := c.NewMessages()
+	var bytes int64
+	ts := uint64(time.Now().UnixMicro())
+	for k := 0; k < n; k++ {
+		p := pool[(first+k)%poolSize]
+		if err := msgs.Add(wire.U128{}, ts, p, nil); err != nil {
+			msgs.Release()
+			return 0, err
+		}
+		bytes += int64(len(p))
+	}
+	_, err := c.Send(ctx, t, partition, msgs)
+	return bytes, err
+}
+
+// directProduce: conns lockstep connections, connection i sending batches
+// of batch messages to partition i % partitions, records in all, until dur.
+func directProduce(ctx context.Context, addr, topic string, pool [][]byte, partitions, conns, batch, records int, dur time.Duration, m *meter) (r Result, err error) {
+	clients := make([]*iggy.Client, conns)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		if clients[i], err = directClient(ctx, addr, 1); err != nil {
+			return r, err
+		}
+	}
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	per := records / conns
+	var sent, bytes atomic.Int64
+	var firstErr atomic.Value
+	m.begin()
+	start := time.Now()
+	deadline := start.Add(dur)
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		quota := per
+		if i == conns-1 {
+			quota = records - per*(conns-1)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done := 0; done < quota && time.Now().Before(deadline); {
+				n := min(batch, quota-done)
+				b, err := sendBatch(ctx, c, t, uint32(i%partitions), pool, per*i+done, n)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done += n
+				sent.Add(int64(n))
+				bytes.Add(b)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	mm := m.end()
+	r.Records, r.Bytes = sent.Load(), bytes.Load()
+	r.finish(elapsed, &mm)
+	if e, ok := firstErr.Load().(error); ok {
+		return r, e
+	}
+	return r, nil
+}
+
+// directConsume polls every partition from offset 0, pollCount messages per
+// poll, until want messages or dur.
+func directConsume(ctx context.Context, addr, topic string, partitions, pollCount int, want int64, dur time.Duration, m *meter) (r Result, err error) {
+	m.begin()
+	start := time.Now()
+	deadline := start.Add(dur)
+	c, err := directClient(ctx, addr, 1)
+	if err != nil {
+		m.end()
+		return r, err
+	}
+	defer c.Close()
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	consumer := icodec.Consumer{Kind: icodec.ConsumerKindConsumer,
+		ID: icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{1, 0, 0, 0}}}
+partitions:
+	for p := 0; p < partitions; p++ {
+		offset := uint64(0)
+		for {
+			if r.Records >= want || time.Now().After(deadline) {
+				break partitions
+			}
+			polled, err := c.Poll(ctx, &icodec.PollMessagesRequest{
+				Consumer: consumer, StreamID: t.StreamID(), TopicID: t.TopicID(),
+				PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(p)},
+				Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: offset},
+				Count:       uint32(pollCount),
+			})
+			if err != nil {
+				mm := m.end()
+				r.finish(time.Since(start), &mm)
+				return r, err
+			}
+			n := 0
+			it := polled.Messages()
+			for it.Next() {
+				msg := it.Message()
+				r.Bytes += int64(len(msg.Payload))
+				offset = msg.Offset + 1
+				n++
+			}
+			polled.Release()
+			r.Records += int64(n)
+			if n == 0 {
+				break
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	mm := m.end()
+	r.Expected = want
+	r.finish(elapsed, &mm)
+	if r.Records < want {
+		r.Note = fmt.Sprintf("read %d of %d records", r.Records, want)
+	}
+	return r, nil
+}
+
+// directLatency sends one message at a time on one connection.
+func directLatency(ctx context.Context, addr, topic string, pool [][]byte, records, warmup int, dur time.Duration, m *meter) (r Result, h *hdr.Histogram, err error) {
+	c, err := directClient(ctx, addr, 1)
+	if err != nil {
+		return r, nil, err
+	}
+	defer c.Close()
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	for i := 0; i < warmup; i++ {
+		if _, err := sendBatch(ctx, c, t, 0, pool, i, 1); err != nil {
+			return r, nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	h = newHist()
+	m.begin()
+	start := time.Now()
+	deadline := start.Add(dur)
+	for i := 0; i < records && time.Now().Before(deadline); i++ {
+		t0 := time.Now()
+		b, err := sendBatch(ctx, c, t, 0, pool, i, 1)
+		if err != nil {
+			mm := m.end()
+			r.finish(time.Since(start), &mm)
+			return r, h, err
+		}
+		_ = h.RecordValue(max(time.Since(t0).Microseconds(), 1))
+		r.Records++
+		r.Bytes += b
+	}
+	elapsed := time.Since(start)
+	mm := m.end()
+	r.finish(elapsed, &mm)
+	r.Latency, r.CDF = summarize(h)
+	return r, h, nil
+}
+
+// directConns opens n Iggy connections (one client each, logged in), then
+// lets each send per messages as one batch at once; the sending part is
+// measured.
+func directConns(ctx context.Context, addr, topic string, pool [][]byte, partitions, n, per int, dur time.Duration, m *meter) (r Result, err error) {
+	clients := make([]*iggy.Client, n)
+	defer func() {
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			if c != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); c.Close() }()
+			}
+		}
+		wg.Wait()
+	}()
+	connStart := time.Now()
+	cctx, ccancel := context.WithTimeout(ctx, dur+flushGrace)
+	defer ccancel()
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range clients {
+		if cctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := directClient(cctx, addr, 1)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			clients[i] = c
+		}()
+	}
+	wg.Wait()
+	r.ConnectSeconds = time.Since(connStart).Seconds()
+	if e, ok := firstErr.Load().(error); ok {
+		return r, fmt.Errorf("connecting %d clients: %w", n, e)
+	}
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	var sent, bytes atomic.Int64
+	m.begin()
+	start := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, start.Add(dur+flushGrace))
+	defer cancel()
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := sendBatch(rctx, c, t, uint32(i%partitions), pool, i*per, per)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			sent.Add(int64(per))
+			bytes.Add(b)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	mm := m.end()
+	r.Records, r.Bytes = sent.Load(), bytes.Load()
+	r.finish(elapsed, &mm)
+	if e, ok := firstErr.Load().(error); ok {
+		return r, e
+	}
+	return r, nil
+}

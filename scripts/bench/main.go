@@ -1,0 +1,713 @@
+// Command bench runs kafka-iggy's side-by-side benchmarks and writes
+// docs/BENCHMARKS.md with its plots (`make bench`; `make bench-smoke` for
+// the seconds-long CI version).
+//
+// One load generator (franz-go kgo, HDR histograms) drives the same
+// workloads against
+//
+//   - the sidecar (`kafka-iggy serve` as its own process) on the embedded
+//     Iggy server (`kafka-iggy embedded-iggy`, also its own process);
+//   - Apache Kafka, single-node KRaft, from scripts/kafka (Maven jars);
+//   - franz-go's kfake, run as a child process of this binary;
+//
+// and the "direct" baseline sends the same payloads straight to the same
+// embedded server with the project's Iggy client (bridge/iggy) and with the
+// official Rust SDK (scripts/bench/rustdirect).
+//
+// Everything listens on 127.0.0.1. Every loop is bounded by a record count
+// and a deadline, the whole run by -budget; every process the bench starts
+// leads its own process group and is ended when the bench ends (also on
+// failure or a signal, and by Pdeathsig if the bench is killed).
+//
+// Usage:
+//
+//	go run ./scripts/bench [-smoke] [-out docs] [-budget 9m30s] [-targets ...]
+//
+// Used internally: `bench kfake ...` runs kfake as a child process.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "kfake":
+			os.Exit(kfakeMain(os.Args[2:]))
+		}
+	}
+	os.Exit(benchMain(os.Args[1:]))
+}
+
+// plan is what one bench run does: sizes, bounds and targets.
+type plan struct {
+	Smoke   bool          `json:"smoke"`
+	Budget  time.Duration `json:"budget"`
+	Targets []string      `json:"targets"`
+
+	Partitions  int           `json:"partitions"`
+	Records     int           `json:"produce_records"` // per produce run (upper bound)
+	Dur         time.Duration `json:"produce_max"`     // per produce run (upper bound)
+	ConsumeDur  time.Duration `json:"consume_max"`
+	LatRecords  int           `json:"latency_records"`
+	LatDur      time.Duration `json:"latency_max"`
+	Warmup      int           `json:"latency_warmup"`
+	Conns       int           `json:"producer_connections"`
+	ConnRecords int           `json:"records_per_connection"`
+	ConnDur     time.Duration `json:"connections_max"`
+	Idle        int           `json:"idle_connections"`
+	IdleDur     time.Duration `json:"idle_max"`
+	Batch       int           `json:"direct_batch"`
+	DirectConns int           `json:"direct_connections"`
+	PollCount   int           `json:"direct_poll_count"`
+	WarmRecords int           `json:"warmup_records"`
+	WarmDur     time.Duration `json:"warmup_max"`
+
+	Gnet           bool          `json:"gnet_sweep"`
+	GnetAll        bool          `json:"gnet_all_settings"`
+	GnetRecords    int           `json:"gnet_records"`
+	GnetDur        time.Duration `json:"gnet_max"`
+	GnetLatRecords int           `json:"gnet_latency_records"`
+	GnetLatDur     time.Duration `json:"gnet_latency_max"`
+}
+
+func fullPlan() plan {
+	return plan{
+		Budget:     8*time.Minute + 30*time.Second,
+		Targets:    []string{tSidecar, tKafka, tKfake, tGo, tRust},
+		Partitions: 4,
+		Records:    500_000, Dur: 8 * time.Second, ConsumeDur: 10 * time.Second,
+		LatRecords: 20_000, LatDur: 5 * time.Second, Warmup: 200,
+		Conns: 1000, ConnRecords: 20, ConnDur: 20 * time.Second,
+		Idle: 10_000, IdleDur: 60 * time.Second,
+		Batch: 100, DirectConns: 4, PollCount: 1000,
+		WarmRecords: 50_000, WarmDur: 4 * time.Second,
+		Gnet: true, GnetAll: true, GnetRecords: 500_000, GnetDur: 4 * time.Second,
+		GnetLatRecords: 5000, GnetLatDur: 2 * time.Second,
+	}
+}
+
+func smokePlan() plan {
+	return plan{
+		Smoke:      true,
+		Budget:     45 * time.Second,
+		Targets:    []string{tSidecar, tKfake, tGo},
+		Partitions: 2,
+		Records:    3000, Dur: 2 * time.Second, ConsumeDur: 3 * time.Second,
+		LatRecords: 200, LatDur: time.Second, Warmup: 20,
+		Conns: 20, ConnRecords: 5, ConnDur: 5 * time.Second,
+		Idle: 200, IdleDur: 10 * time.Second,
+		Batch: 100, DirectConns: 2, PollCount: 1000,
+		WarmRecords: 500, WarmDur: 500 * time.Millisecond,
+		Gnet: true, GnetAll: false, GnetRecords: 2000, GnetDur: time.Second,
+		GnetLatRecords: 100, GnetLatDur: 500 * time.Millisecond,
+	}
+}
+
+func benchMain(args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	smoke := fs.Bool("smoke", false, "the seconds-long CI version: small counts, no Kafka broker, no Rust build, output to a temporary directory unless -out is given")
+	out := fs.String("out", "", "directory that receives BENCHMARKS.md and bench/*.png (default docs; a temporary directory with -smoke)")
+	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 8m30s; 45s with -smoke)")
+	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
+	records := fs.Int("records", 0, "records per produce run (default 200000; 3000 with -smoke)")
+	seconds := fs.Duration("max", 0, "longest produce run (default 8s; 2s with -smoke)")
+	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
+	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
+	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	p := fullPlan()
+	if *smoke {
+		p = smokePlan()
+	}
+	if *budget > 0 {
+		p.Budget = *budget
+	}
+	if *targets != "" {
+		p.Targets = nil
+		for _, t := range strings.Split(*targets, ",") {
+			t = strings.TrimSpace(t)
+			if _, ok := targetLabel[t]; !ok {
+				fmt.Fprintf(os.Stderr, "bench: unknown target %q (known: %s)\n", t, strings.Join(allTargets, ","))
+				return 2
+			}
+			p.Targets = append(p.Targets, t)
+		}
+	}
+	if *records > 0 {
+		p.Records = *records
+	}
+	if *seconds > 0 {
+		p.Dur = *seconds
+	}
+	p.Gnet = p.Gnet && *gnet
+	outDir := *out
+	tempOut := false
+	if outDir == "" {
+		if p.Smoke {
+			tempOut = true
+			d, err := os.MkdirTemp("", "kafka-iggy-bench-smoke-")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				return 1
+			}
+			outDir = d
+		} else {
+			outDir = "docs"
+		}
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if !filepath.IsAbs(outDir) {
+		outDir = filepath.Join(root, outDir)
+	}
+	b := &bench{plan: p, root: root, out: outDir, ps: &procs{}, started: time.Now(), args: os.Args}
+	if *binPath != "" {
+		abs, err := filepath.Abs(*binPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		b.bin = abs
+	}
+	b.deadline = b.started.Add(p.Budget)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithDeadline(sigCtx, b.deadline)
+	defer cancel()
+	b.ctx = ctx
+
+	// The watchdog: whatever happens, the bench ends itself (and everything
+	// it started) shortly after its budget.
+	watchdog := time.AfterFunc(p.Budget+45*time.Second, func() {
+		fmt.Fprintln(os.Stderr, "bench: watchdog: budget exceeded; stopping every process and exiting")
+		b.ps.stopAll()
+		os.Exit(3)
+	})
+	defer watchdog.Stop()
+
+	work, err := os.MkdirTemp("", "kafka-iggy-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	b.work = work
+	status := b.run()
+	if sigCtx.Err() != nil {
+		b.note("interrupted by a signal: the figures are incomplete")
+		status = 130
+	}
+	b.ps.stopAll()
+	b.stopKafka()
+	b.collectVersions()
+	if err := b.writeOutputs(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: writing the report:", err)
+		status = 1
+	}
+	if *keep || status != 0 {
+		fmt.Fprintf(os.Stderr, "bench: logs kept in %s\n", work)
+	} else {
+		os.RemoveAll(work)
+	}
+	if tempOut && status == 0 && !*keep {
+		// The smoke run only proves the harness works end to end.
+		os.RemoveAll(outDir)
+		fmt.Fprintf(os.Stderr, "bench: done in %s; the report rendered (removed: -keep keeps it)\n", time.Since(b.started).Round(time.Second))
+		return status
+	}
+	fmt.Fprintf(os.Stderr, "bench: done in %s; report %s\n", time.Since(b.started).Round(time.Second), filepath.Join(outDir, "BENCHMARKS.md"))
+	return status
+}
+
+// repoRoot is the module root (the directory holding go.mod), found from
+// the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/kafka-iggy/kafka-iggy") {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("run the bench from inside the kafka-iggy module (no go.mod found)")
+		}
+	}
+}
+
+// bench is the state of one run.
+type bench struct {
+	plan     plan
+	root     string
+	out      string
+	work     string
+	args     []string
+	ctx      context.Context
+	started  time.Time
+	deadline time.Time
+	ps       *procs
+
+	bin      string // kafka-iggy
+	self     string // this binary
+	rustBin  string
+	pool     [][]byte
+	poolHash string
+	lz4      float64
+
+	embedded *server
+	targets  map[string]*server
+	kafkaDir string
+	kafkaVer string
+
+	seq      int
+	results  []*Result
+	notes    []string
+	versions [][2]string
+	machine  [][2]string
+	loadAvg  [2]string
+}
+
+// server is one running server the bench talks to.
+type server struct {
+	name       string
+	addr       string // host:port the clients dial
+	port       int
+	proc       *proc // nil for Kafka (started by its script)
+	pid        int   // the process measured
+	metricsURL string
+	iggyPath   bool // requests go on to the embedded Iggy server
+	settings   map[string]string
+}
+
+func (b *bench) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	b.notes = append(b.notes, msg)
+	fmt.Fprintln(os.Stderr, "bench: note:", msg)
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench [%5.1fs]: %s\n", time.Since(b.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// left is the time until the budget ends, minus what writing the report
+// and stopping the processes needs.
+func (b *bench) left() time.Duration { return time.Until(b.deadline) - 15*time.Second }
+
+func (b *bench) has(t string) bool {
+	for _, x := range b.plan.Targets {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// run sets everything up, runs every workload and returns the exit status:
+// 0 when every run that was not skipped succeeded.
+func (b *bench) run() int {
+	b.pool = payloadPool(1024)
+	b.poolHash = poolHash(b.pool)
+	b.lz4 = lz4Ratio(b.pool)
+	b.targets = map[string]*server{}
+	b.loadAvg[0] = loadAvg()
+
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	b.self = self
+	if err := b.setup(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: set-up failed:", err)
+		return 1
+	}
+	b.runWorkloads()
+	b.loadAvg[1] = loadAvg()
+	failed := 0
+	for _, r := range b.results {
+		if r.Error != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(os.Stderr, "bench: %d run(s) failed\n", failed)
+		return 1
+	}
+	if len(b.results) == 0 {
+		fmt.Fprintln(os.Stderr, "bench: nothing ran")
+		return 1
+	}
+	return 0
+}
+
+// setup builds what the targets need and starts them.
+func (b *bench) setup() error {
+	needIggy := b.has(tSidecar) || b.has(tGo) || b.has(tRust)
+	if needIggy && b.bin == "" {
+		b.logf("building kafka-iggy")
+		ctx, cancel := context.WithTimeout(b.ctx, min(3*time.Minute, b.left()))
+		b.bin = filepath.Join(b.work, "kafka-iggy")
+		out, err := runBounded(ctx, b.root, []string{"CGO_ENABLED=0"}, "go", "build", "-o", b.bin, "./cmd/kafka-iggy")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("go build ./cmd/kafka-iggy: %w\n%s", err, tailBytes(out, 3000))
+		}
+	}
+	if b.has(tRust) {
+		b.logf("building the Rust SDK baseline (scripts/bench/rustdirect)")
+		// At most 5 minutes (a cold build compiles the SDK and its
+		// dependencies) and at most half of what is left.
+		ctx, cancel := context.WithTimeout(b.ctx, min(5*time.Minute, b.left()/2))
+		bin, err := buildRust(ctx, b.root)
+		cancel()
+		if err != nil {
+			b.note("direct-rust skipped: %v", firstLine(err.Error()))
+			b.drop(tRust)
+		} else {
+			b.rustBin = bin
+		}
+	}
+	if needIggy {
+		if err := b.startEmbedded(); err != nil {
+			return err
+		}
+	}
+	if b.has(tSidecar) {
+		s, err := b.startSidecar(nil)
+		if err != nil {
+			return fmt.Errorf("sidecar: %w", err)
+		}
+		b.targets[tSidecar] = s
+	}
+	if b.has(tKfake) {
+		s, err := b.startKfake()
+		if err != nil {
+			return fmt.Errorf("kfake: %w", err)
+		}
+		b.targets[tKfake] = s
+	}
+	if b.has(tKafka) {
+		s, err := b.startKafka()
+		if err != nil {
+			b.note("Apache Kafka skipped: %v", firstLine(err.Error()))
+			b.drop(tKafka)
+		} else {
+			b.targets[tKafka] = s
+		}
+	}
+	if b.has(tGo) {
+		b.targets[tGo] = &server{name: tGo, iggyPath: true}
+	}
+	if b.has(tRust) {
+		b.targets[tRust] = &server{name: tRust, iggyPath: true}
+	}
+	return nil
+}
+
+func (b *bench) drop(t string) {
+	var keep []string
+	for _, x := range b.plan.Targets {
+		if x != t {
+			keep = append(keep, x)
+		}
+	}
+	b.plan.Targets = keep
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// startEmbedded runs `kafka-iggy embedded-iggy` (in memory) on a free port.
+func (b *bench) startEmbedded() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(b.bin, "embedded-iggy", "--listen", addr)
+	p, err := b.ps.start("embedded-iggy", cmd, filepath.Join(b.work, "embedded.log"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := waitTCP(ctx, addr, p); err != nil {
+		return fmt.Errorf("embedded Iggy server: %w\n%s", err, tail(p.Log, 2000))
+	}
+	b.embedded = &server{name: "embedded-iggy", addr: addr, port: port, proc: p, pid: p.PID()}
+	b.logf("embedded Iggy server on %s (pid %d)", addr, p.PID())
+	return nil
+}
+
+// startSidecar starts `kafka-iggy serve` with the given settings (sidecar
+// config keys, passed as KAFKA_IGGY_* environment variables).
+func (b *bench) startSidecar(settings map[string]string) (*server, error) {
+	return b.startServe(settings)
+}
+
+// sidecarSettings are the settings every sidecar of the bench gets: the
+// Kafka listener, the upstream, no connection cap (the idle run opens
+// 10,000), quiet logs.
+func (b *bench) sidecarSettings(listen, admin string, extra map[string]string) map[string]string {
+	iggyAddr := ""
+	if b.embedded != nil {
+		iggyAddr = b.embedded.addr
+	}
+	s := map[string]string{
+		"listener.address":       listen,
+		"iggy.address":           iggyAddr,
+		"embedded.mode":          "off",
+		"admin.address":          admin,
+		"limits.max_connections": "0",
+		"log.level":              "warn",
+		"producer.instance_id":   "1",
+	}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+func envName(key string) string {
+	return "KAFKA_IGGY_" + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+}
+
+func (b *bench) startServe(settings map[string]string) (*server, error) {
+	kport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	aport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", kport)
+	all := b.sidecarSettings(addr, fmt.Sprintf("127.0.0.1:%d", aport), settings)
+	cmd := exec.Command(b.bin, "serve")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
+			env = append(env, kv)
+		}
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, envName(k)+"="+all[k])
+	}
+	cmd.Env = env
+	b.seq++
+	p, err := b.ps.start("sidecar", cmd, filepath.Join(b.work, fmt.Sprintf("sidecar-%d.log", b.seq)))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := waitTCP(ctx, addr, p); err != nil {
+		p.stop(2 * time.Second)
+		return nil, fmt.Errorf("%w: %s", err, strings.ReplaceAll(tail(p.Log, 400), "\n", " | "))
+	}
+	s := &server{name: tSidecar, addr: addr, port: kport, proc: p, pid: p.PID(), iggyPath: true,
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", aport), settings: settings}
+	b.waitSessions(s)
+	b.logf("sidecar (kafka-iggy serve) on %s (pid %d) %v", addr, p.PID(), settings)
+	return s, nil
+}
+
+// waitSessions waits (bounded) until the sidecar reports an Iggy session up.
+func (b *bench) waitSessions(s *server) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && b.ctx.Err() == nil {
+		if v, ok := scrape(s.metricsURL, "kafka_iggy_upstream_sessions_up"); ok && v >= 1 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startKfake runs kfake as `bench kfake` on a free port.
+func (b *bench) startKfake() (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(b.self, "kfake", "-listen", addr, "-metrics", fmt.Sprintf("127.0.0.1:%d", mport))
+	p, err := b.ps.start("kfake", cmd, filepath.Join(b.work, "kfake.log"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := waitTCP(ctx, addr, p); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, tail(p.Log, 2000))
+	}
+	b.logf("kfake on %s (pid %d)", addr, p.PID())
+	return &server{name: tKfake, addr: addr, port: port, proc: p, pid: p.PID(),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)}, nil
+}
+
+// startKafka installs (cached) and starts Apache Kafka with scripts/kafka.
+func (b *bench) startKafka() (*server, error) {
+	dir := filepath.Join(b.root, "scripts", "kafka")
+	if _, err := os.Stat(filepath.Join(dir, "start.sh")); err != nil {
+		return nil, errors.New("scripts/kafka/start.sh is not in this tree")
+	}
+	if b.left() < 2*time.Minute {
+		return nil, errors.New("not enough budget left to start a JVM broker")
+	}
+	version := kafkaVersion(dir)
+	if !kafkaInstalled(version) {
+		// install.sh is idempotent and brings everything scripts/e2e needs
+		// too; the bench only needs the broker's jars.
+		b.logf("installing Apache Kafka %s (scripts/kafka/install.sh)", version)
+		ctx, cancel := context.WithTimeout(b.ctx, min(4*time.Minute, b.left()-2*time.Minute))
+		out, err := runBounded(ctx, b.root, nil, "bash", filepath.Join(dir, "install.sh"), version)
+		cancel()
+		if err != nil && !kafkaInstalled(version) {
+			return nil, fmt.Errorf("scripts/kafka/install.sh %s: %w: %s", version, err, strings.ReplaceAll(tailBytes(out, 600), "\n", " | "))
+		}
+	}
+	b.kafkaDir = filepath.Join(b.work, "kafka")
+	b.logf("starting Apache Kafka %s (scripts/kafka/start.sh)", version)
+	ctx, cancel := context.WithTimeout(b.ctx, min(2*time.Minute, b.left()-time.Minute))
+	env := []string{"KAFKA_VERSION=" + version, fmt.Sprintf("KAFKA_IGGY_START_TIMEOUT=%d", 90)}
+	out, err := runBounded(ctx, b.root, env, "bash", filepath.Join(dir, "start.sh"), b.kafkaDir, "--watch", fmt.Sprint(os.Getpid()))
+	cancel()
+	if pgid := readInt(filepath.Join(b.kafkaDir, "pid")); pgid > 0 {
+		b.ps.adoptGroup(pgid)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scripts/kafka/start.sh: %w\n%s", err, tailBytes(out, 2000))
+	}
+	addr := strings.TrimSpace(readString(filepath.Join(b.kafkaDir, "bootstrap")))
+	if addr == "" {
+		return nil, errors.New("scripts/kafka/start.sh wrote no bootstrap address")
+	}
+	b.kafkaVer = strings.TrimSpace(readString(filepath.Join(b.kafkaDir, "version")))
+	_, portS, _ := strings.Cut(addr, ":")
+	port := atoi(portS)
+	pid := pidListening(port)
+	if pid == 0 {
+		pid = readInt(filepath.Join(b.kafkaDir, "pid"))
+	}
+	b.logf("Apache Kafka %s on %s (pid %d)", b.kafkaVer, addr, pid)
+	return &server{name: tKafka, addr: addr, port: port, pid: pid}, nil
+}
+
+// kafkaInstalled reports whether scripts/kafka/install.sh has put the jars
+// of version in its cache (the file run.sh checks).
+func kafkaInstalled(version string) bool {
+	cache := os.Getenv("KAFKA_IGGY_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "kafka-iggy")
+	}
+	_, err := os.Stat(filepath.Join(cache, "kafka-"+version, "mainclasses"))
+	return err == nil
+}
+
+// stopKafka runs scripts/kafka/stop.sh (bounded); stopAll already signalled
+// the broker's process group.
+func (b *bench) stopKafka() {
+	if b.kafkaDir == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = runBounded(ctx, b.root, nil, "bash", filepath.Join(b.root, "scripts", "kafka", "stop.sh"), b.kafkaDir)
+}
+
+// kafkaVersion is the reference broker version of scripts/kafka/versions.sh.
+func kafkaVersion(dir string) string {
+	for _, line := range strings.Split(readString(filepath.Join(dir, "versions.sh")), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "KAFKA_4_VERSION="); ok {
+			return strings.Trim(v, `"' `)
+		}
+	}
+	return "4.4.0"
+}
+
+func readString(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func readInt(path string) int { return atoi(strings.TrimSpace(readString(path))) }
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	f := strings.Fields(readString("/proc/loadavg"))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// writeOutputs writes results.json, the plots and BENCHMARKS.md.
+func (b *bench) writeOutputs() error {
+	dir := filepath.Join(b.out, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(struct {
+		Plan     plan        `json:"plan"`
+		Started  time.Time   `json:"started"`
+		Seconds  float64     `json:"seconds"`
+		Machine  [][2]string `json:"machine"`
+		Versions [][2]string `json:"versions"`
+		Notes    []string    `json:"notes"`
+		Results  []*Result   `json:"results"`
+	}{b.plan, b.started, time.Since(b.started).Seconds(), b.machine, b.versions, b.notes, b.results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	plots, err := b.writePlots(dir)
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	return os.WriteFile(filepath.Join(b.out, "BENCHMARKS.md"), []byte(b.markdown(plots)), 0o644)
+}
