@@ -203,6 +203,8 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		// Registered before the first read: a produce landing between a
 		// read and the wait still wakes us.
 		defer f.b.notify.wait(wake, keys)()
+		f.b.metrics.AddFetchWaiters(1)
+		defer f.b.metrics.AddFetchWaiters(-1)
 	}
 	respMax := math.MaxInt32
 	if rq.Version >= 3 {

@@ -26,10 +26,11 @@ type Broker struct {
 
 // Options are what New needs.
 type Options struct {
-	Config Config       // bridge settings (validated by New)
-	Client *iggy.Client // the Iggy session pool, started by the caller
-	Broker Broker       // this instance as advertised
-	Log    zerolog.Logger
+	Config  Config       // bridge settings (validated by New)
+	Client  *iggy.Client // the Iggy session pool, started by the caller
+	Broker  Broker       // this instance as advertised
+	Log     zerolog.Logger
+	Metrics Metrics // the bridge's measurements (nil: discarded)
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -44,6 +45,7 @@ type Bridge struct {
 	groups  *groupCoordinator // consumer groups (groups.go)
 	offsets *offsetStore      // committed offsets in Iggy (offsets.go)
 	pids    *producerState    // producer ids and idempotence (pids.go)
+	metrics Metrics           // error codes, groups, fetch waiters (metrics.go)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -70,7 +72,11 @@ func New(o Options) (*Bridge, error) {
 	b.offsets = newOffsetStore(b)
 	b.groups.offsets = b.offsets
 	b.pids = newProducers(o.Config.Producer, o.Log)
-	t, err := NewTable(b.apis()...)
+	b.metrics = o.Metrics
+	if b.metrics == nil {
+		b.metrics = NopMetrics{}
+	}
+	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {
 		return nil, err
 	}

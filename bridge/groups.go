@@ -1563,3 +1563,22 @@ func newMemberID(prefix string) string {
 	b.WriteString(h[20:])
 	return b.String()
 }
+
+// counts returns the number of live groups and of their members (metrics).
+func (c *groupCoordinator) counts() (groups, members int) {
+	c.mu.Lock()
+	gs := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		gs = append(gs, g)
+	}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.mu.Lock()
+		if g.state != groupDead {
+			groups++
+			members += len(g.members)
+		}
+		g.mu.Unlock()
+	}
+	return groups, members
+}

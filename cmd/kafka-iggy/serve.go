@@ -89,7 +89,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 	}()
 
-	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger()})
+	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge()})
 	if err != nil {
 		return err
 	}

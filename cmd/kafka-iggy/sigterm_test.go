@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 type sidecarProc struct {
 	cmd   *exec.Cmd
 	kafka string
+	admin string
 	done  chan error
 	log   *strings.Builder
 	mu    *sync.Mutex
@@ -70,7 +71,7 @@ func startSidecarProc(t *testing.T, dataDir string, drain time.Duration) *sideca
 		t.Fatal(err)
 	}
 	p := &sidecarProc{cmd: cmd, done: make(chan error, 1), log: &strings.Builder{}, mu: &sync.Mutex{}}
-	ready := make(chan string, 1)
+	ready := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -82,9 +83,10 @@ func startSidecarProc(t *testing.T, dataDir string, drain time.Duration) *sideca
 			var line struct {
 				Message string `json:"message"`
 				Kafka   string `json:"kafka_address"`
+				Admin   string `json:"admin_address"`
 			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Message, "ready for Kafka clients") {
-				ready <- line.Kafka
+				ready <- [2]string{line.Kafka, line.Admin}
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
@@ -94,7 +96,8 @@ func startSidecarProc(t *testing.T, dataDir string, drain time.Duration) *sideca
 		_ = cmd.Process.Kill()
 	})
 	select {
-	case p.kafka = <-ready:
+	case a := <-ready:
+		p.kafka, p.admin = a[0], a[1]
 		return p
 	case err := <-p.done:
 		t.Fatalf("sidecar exited before it was ready: %v\n%s", err, p.logText())
