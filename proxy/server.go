@@ -738,7 +738,7 @@ func (s *Server) serveOne(j *job) {
 	}
 	latency := time.Since(rq.Received)
 	s.metrics.Request(rq.Key, rq.Version, latency, outcome)
-	if ev := s.log.Trace(); ev != nil {
+	if ev := s.log.Debug(); ev.Enabled() {
 		ev.Uint64("conn_id", cs.id).Int16("api_key", rq.Key).Int16("api_version", rq.Version).
 			Int32("corr_id", rq.CorrID).Dur("latency", latency).Str("outcome", outcome.String()).Msg("request served")
 	}
