@@ -32,7 +32,6 @@ func idempotentBatch(pid int64, epoch int16, seq int32, n int) []byte {
 
 // TestIdempotentProduce: a retried batch returns its original offsets and
 // is stored once; a sequence gap answers OUT_OF_ORDER_SEQUENCE_NUMBER.
-// It skips while Produce does not consult the tracker (pids.go admit).
 func TestIdempotentProduce(t *testing.T) {
 	s := offsetsStack(t, true, "auto")
 	offTopic(t, s, "idem", 1, nil)
@@ -48,9 +47,6 @@ func TestIdempotentProduce(t *testing.T) {
 		t.Fatalf("first batch: %+v", p)
 	}
 	p := r.produceRaw(9, -1, "idem", 0, first)
-	if p.ErrorCode == 0 && p.BaseOffset == 3 {
-		t.Skip("Produce does not consult the idempotence tracker yet (bridge/pids.go producerState.admit)")
-	}
 	if p.ErrorCode != 0 || p.BaseOffset != 0 {
 		t.Fatalf("retried batch: %+v, want base offset 0", p)
 	}
