@@ -151,3 +151,16 @@ PY
     rm -rf "$wheel_dir"
     echo "$schema_stamp" >"$k8s_schemas/stamp"
 fi
+
+# --- The compatibility run (scripts/e2e/compat, `make e2e`) -------------------
+# Apache Kafka (broker + tools, latest 4.x and 3.9.x of scripts/kafka/versions.sh)
+# from Maven Central, the Java programs of scripts/e2e compiled against each
+# kafka-clients, and a Python venv with confluent-kafka and kafka-python from
+# PyPI, all under $HOME/.cache/kafka-iggy (scripts/kafka/install.sh; stamps make
+# it a no-op when nothing changed). Java, javac and mvn come from the Java
+# section above; python3-venv from Debian when the interpreter lacks venv.
+echo "== test deps: Kafka broker/tools jars, Java and Python clients (scripts/kafka/install.sh)"
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    apt_install python3-venv
+fi
+bash scripts/kafka/install.sh

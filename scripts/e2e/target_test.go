@@ -51,6 +51,18 @@ func startTargets() {
 		allTargets = append(allTargets, sc)
 	}
 
+	kafka, stopKafka, ok, err := startKafkaTarget()
+	if err != nil {
+		targetsErr = fmt.Errorf("start the Kafka broker (kafka_target.go): %w", err)
+		return
+	}
+	if ok {
+		if stopKafka != nil {
+			stopFuncs = append(stopFuncs, stopKafka)
+		}
+		allTargets = append(allTargets, kafka)
+	}
+
 	ext, err := externalTargets(os.Getenv("KAFKA_IGGY_E2E_BROKERS"))
 	if err != nil {
 		targetsErr = err
@@ -122,12 +134,18 @@ func targets(t *testing.T) []Target {
 	return out
 }
 
-// referenceTarget returns kfake, whatever KAFKA_IGGY_E2E_TARGETS says.
+// referenceTarget returns the real Kafka broker when one runs, else kfake,
+// whatever KAFKA_IGGY_E2E_TARGETS says.
 func referenceTarget(t *testing.T) Target {
 	t.Helper()
 	targetsOnce.Do(startTargets)
 	if targetsErr != nil {
 		t.Fatal(targetsErr)
+	}
+	for _, tg := range allTargets {
+		if tg.Kafka {
+			return tg
+		}
 	}
 	for _, tg := range allTargets {
 		if tg.Reference {
