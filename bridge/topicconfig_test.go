@@ -49,9 +49,9 @@ func TestParseHumanDuration(t *testing.T) {
 		{in: "-1s", fail: true},
 		{in: "1.5h", fail: true},
 	} {
-		us, ok := parseHumanDuration(tc.in)
+		us, ok := icodec.ParseHumanDuration(tc.in)
 		if ok == tc.fail || (ok && us != tc.us) {
-			t.Errorf("parseHumanDuration(%q) = %d, %v; want %d, ok=%v", tc.in, us, ok, tc.us, !tc.fail)
+			t.Errorf("ParseHumanDuration(%q) = %d, %v; want %d, ok=%v", tc.in, us, ok, tc.us, !tc.fail)
 		}
 	}
 }
@@ -78,9 +78,9 @@ func TestParseByteSize(t *testing.T) {
 		{in: "-5 MB", fail: true},
 		{in: "1e3", fail: true},
 	} {
-		n, ok := parseByteSize(tc.in)
+		n, ok := icodec.ParseByteSize(tc.in)
 		if ok == tc.fail || (ok && n != tc.n) {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d, ok=%v", tc.in, n, ok, tc.n, !tc.fail)
+			t.Errorf("ParseByteSize(%q) = %d, %v; want %d, ok=%v", tc.in, n, ok, tc.n, !tc.fail)
 		}
 	}
 }
@@ -584,7 +584,7 @@ func FuzzTopicConfigs(f *testing.F) {
 			}
 		}
 		_ = topicEntries(cur, partitions, bd, true)
-		_, _ = parseHumanDuration(value)
-		_, _ = parseByteSize(value)
+		_, _ = icodec.ParseHumanDuration(value)
+		_, _ = icodec.ParseByteSize(value)
 	})
 }

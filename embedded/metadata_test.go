@@ -195,7 +195,7 @@ func TestOptionParsing(t *testing.T) {
 		{"100ms", 100e3, true}, {"2 weeks", 14 * 86400e6, true}, {"1", 0, false}, {"", 0, false}, {"5 parsecs", 0, false},
 	}
 	for _, d := range durations {
-		us, _, ok := parseHumanDuration(d.in)
+		us, ok := iggy.ParseHumanDuration(d.in)
 		if ok != d.okay || ok && us != d.us {
 			t.Errorf("duration %q = %d %v", d.in, us, ok)
 		}
@@ -209,7 +209,7 @@ func TestOptionParsing(t *testing.T) {
 		{"1.5 KiB", 1536, true}, {"1 GB", 1e9, true}, {"x", 0, false}, {"1 parsec", 0, false},
 	}
 	for _, sz := range sizes {
-		b, ok := parseByteSize(sz.in)
+		b, ok := iggy.ParseByteSize(sz.in)
 		if ok != sz.okay || ok && b != sz.b {
 			t.Errorf("size %q = %d %v", sz.in, b, ok)
 		}

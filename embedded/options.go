@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -20,18 +19,17 @@ import (
 
 // Option keys the server interprets.
 const (
-	optCompression        = "compression_algorithm"
-	optMessageExpiry      = "message_expiry"
-	optMaxTopicSize       = "max_topic_size"
-	optSegmentSize        = "segment_size"
-	optEnforceFsync       = "enforce_fsync"
-	optPreallocate        = "preallocate_segments"
-	optDurability         = "durability"                 // released Rust SDK 0.11.0; not in the reference
-	optOffsetDurability   = "consumer_offset_durability" // released Rust SDK 0.11.0; not in the reference
-	durabilityPersisted   = "persisted"
-	compressionNoneName   = "none"
-	compressionGzipName   = "gzip"
-	maxExpiryStringSecond = math.MaxUint32 // string durations are capped at 2^32-1 s
+	optCompression      = "compression_algorithm"
+	optMessageExpiry    = "message_expiry"
+	optMaxTopicSize     = "max_topic_size"
+	optSegmentSize      = "segment_size"
+	optEnforceFsync     = "enforce_fsync"
+	optPreallocate      = "preallocate_segments"
+	optDurability       = "durability"                 // released Rust SDK 0.11.0; not in the reference
+	optOffsetDurability = "consumer_offset_durability" // released Rust SDK 0.11.0; not in the reference
+	durabilityPersisted = "persisted"
+	compressionNoneName = "none"
+	compressionGzipName = "gzip"
 )
 
 // durabilityChoices are the values of the durability keys.
@@ -105,7 +103,7 @@ func parseOptionValue(spec *iggy.OptionSpec, kind iggy.HeaderKind, v []byte) (op
 			}
 			return optionValue{str: c}, true
 		}
-		n, ok := parseOptionString(spec.Parse, string(v))
+		n, ok := iggy.ParseOptionString(spec, string(v))
 		if !ok {
 			return optionValue{}, false
 		}
@@ -152,154 +150,11 @@ func inRange(spec *iggy.OptionSpec, v uint64) bool {
 	return spec.MultipleOf == 0 || v%spec.MultipleOf == 0
 }
 
-func compressionByName(s string) (iggy.CompressionAlgorithm, bool) {
-	switch strings.ToLower(s) {
-	case compressionNoneName:
-		return iggy.CompressionAlgorithmNone, true
-	case compressionGzipName:
-		return iggy.CompressionAlgorithmGzip, true
-	}
-	return 0, false
-}
-
 func compressionName(c iggy.CompressionAlgorithm) string {
 	if c == iggy.CompressionAlgorithmGzip {
 		return compressionGzipName
 	}
 	return compressionNoneName
-}
-
-// parseOptionString parses a String-kinded value the way §6.1 describes.
-func parseOptionString(p iggy.OptionParse, s string) (uint64, bool) {
-	switch p {
-	case iggy.OptionParseDuration:
-		switch s {
-		case "unlimited", "none", "None", "Unlimited", "never_expire":
-			return math.MaxUint64, true
-		case "default", "server_default", "Default", "Server_default":
-			return 0, true
-		}
-		us, secs, ok := parseHumanDuration(s)
-		if !ok || secs > maxExpiryStringSecond {
-			return 0, false
-		}
-		return us, true
-	case iggy.OptionParseByteSize:
-		switch s {
-		case "unlimited":
-			return math.MaxUint64, true
-		case "0", "server_default":
-			return 0, true
-		}
-		return parseByteSize(s)
-	case iggy.OptionParseBool:
-		switch s {
-		case "true":
-			return 1, true
-		case "false":
-			return 0, true
-		}
-		return 0, false
-	case iggy.OptionParseDecimal:
-		n, err := strconv.ParseUint(s, 10, 64)
-		return n, err == nil
-	case iggy.OptionParseCompression:
-		c, ok := compressionByName(s)
-		return uint64(c), ok
-	}
-	return 0, false
-}
-
-// humantime units in microseconds (months and years as humantime defines
-// them: 30.44 and 365.25 days).
-var durationUnits = map[string]float64{
-	"nsec": 1e-3, "ns": 1e-3,
-	"usec": 1, "us": 1, "µs": 1,
-	"msec": 1e3, "ms": 1e3,
-	"seconds": 1e6, "second": 1e6, "sec": 1e6, "s": 1e6,
-	"minutes": 60e6, "minute": 60e6, "min": 60e6, "mins": 60e6, "m": 60e6,
-	"hours": 3600e6, "hour": 3600e6, "hr": 3600e6, "hrs": 3600e6, "h": 3600e6,
-	"days": 86400e6, "day": 86400e6, "d": 86400e6,
-	"weeks": 604800e6, "week": 604800e6, "w": 604800e6,
-	"months": 2630016e6, "month": 2630016e6, "M": 2630016e6,
-	"years": 31557600e6, "year": 31557600e6, "y": 31557600e6,
-}
-
-// parseHumanDuration parses a humantime duration such as "7 days",
-// "1h 30m" or "1h30m": one or more components of an integer and a unit,
-// optionally separated by spaces. It returns microseconds and whole
-// seconds.
-func parseHumanDuration(s string) (us, secs uint64, ok bool) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, 0, false
-	}
-	var total float64
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == 0 || i > 19 {
-			return 0, 0, false
-		}
-		n, err := strconv.ParseUint(s[:i], 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		s = strings.TrimLeft(s[i:], " ")
-		j := 0
-		for j < len(s) && s[j] != ' ' && (s[j] < '0' || s[j] > '9') {
-			j++
-		}
-		unit, ok := durationUnits[s[:j]]
-		if !ok {
-			return 0, 0, false
-		}
-		total += float64(n) * unit
-		s = strings.TrimLeft(s[j:], " ")
-	}
-	if total >= math.MaxUint64 {
-		return 0, 0, false
-	}
-	us = uint64(total)
-	return us, us / 1e6, true
-}
-
-// byte-size units: decimal (KB, MB, ...) and binary (KiB, MiB, ...),
-// case-insensitive; a bare number is bytes.
-var sizeUnits = map[string]float64{
-	"": 1, "b": 1,
-	"k": 1e3, "kb": 1e3, "kib": 1 << 10,
-	"m": 1e6, "mb": 1e6, "mib": 1 << 20,
-	"g": 1e9, "gb": 1e9, "gib": 1 << 30,
-	"t": 1e12, "tb": 1e12, "tib": 1 << 40,
-	"p": 1e15, "pb": 1e15, "pib": 1 << 50,
-}
-
-// parseByteSize parses "1 GiB", "500MB", "128MiB", "1.5 GB" or "1024".
-func parseByteSize(s string) (uint64, bool) {
-	s = strings.TrimSpace(s)
-	i := 0
-	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
-		i++
-	}
-	if i == 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(s[:i], 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
-	if !ok {
-		return 0, false
-	}
-	v := n * unit
-	if v >= math.MaxUint64 {
-		return 0, false
-	}
-	return uint64(v), true
 }
 
 // createdTopic is the outcome of resolving CREATE_TOPIC options.
