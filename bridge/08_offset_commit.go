@@ -18,10 +18,13 @@ package bridge
 //     topic, else UNKNOWN_TOPIC_OR_PARTITION (3); v10 names topics by id:
 //     UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has.
 //   - Each partition's offset is stored in Iggy (external-group: verbatim
-//     under kind 3; consumer: offset - 1 under kind 1); a negative offset
-//     deletes the key. Partitions are written in parallel, each key in
-//     order (offsets.go). Metadata, leader epoch (v6+), the v1 timestamp
-//     and the v2-v4 retention time are not stored.
+//     under kind 3; consumer: offset - 1 under kind 1 kafka.cg.<group>,
+//     and a commit of 0 as the zero marker kafka.cz.<group> at Iggy
+//     offset 0, the main key deleted; see offsets.go); a negative offset
+//     deletes the key (consumer: the marker and the main key). Partitions
+//     are written in parallel, each key in order (offsets.go). Metadata,
+//     leader epoch (v6+), the v1 timestamp and the v2-v4 retention time
+//     are not stored.
 //   - Failures map through kafkaCode with the offsets scope: retriable and
 //     timed-out Iggy calls answer COORDINATOR_LOAD_IN_PROGRESS (14), which
 //     every client retries; a consumer-mode commit beyond the high
@@ -35,7 +38,10 @@ package bridge
 // Iggy commands: GET_TOPIC (300), GET_TOPICS (301, v10 topic ids),
 // GET_CONSUMER_GROUP (600) and CREATE_CONSUMER_GROUP (602) once per topic
 // (external-group), STORE_CONSUMER_OFFSET (121), DELETE_CONSUMER_OFFSET
-// (122), GET_CONSUMER_OFFSET (120, the auto probe).
+// (122), GET_CONSUMER_OFFSET (120, the auto probe). Consumer mode: a
+// commit of 0 is a store (marker) and a delete (main key); a commit N > 0
+// is a store, plus a delete of the marker on a key's first commit in the
+// process and then at most once a minute; a negative offset two deletes.
 
 import (
 	"context"

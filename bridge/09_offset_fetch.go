@@ -7,6 +7,13 @@ package bridge
 //     when none is stored, when the topic or partition does not exist, or
 //     the group is unknown (no error in these cases, as on a broker).
 //     Metadata is always "" and the leader epoch -1: neither is stored.
+//   - Consumer mode: the main key kafka.cg.<group> (offset - 1) is read
+//     first; only when it is absent the zero marker kafka.cz.<group>,
+//     which answers 0 (a commit of 0; offsets.go). A partition never
+//     committed therefore costs two GET_CONSUMER_OFFSET, a committed one
+//     one. A commit of 0 on a partition that never had a message reads
+//     back as -1 (Iggy refuses offset 0 there; the consumer lands on the
+//     same position while the partition stays empty).
 //   - Any other failed read answers COORDINATOR_LOAD_IN_PROGRESS (14) for
 //     the partition and the group (top-level code from v2, group code from
 //     v8), never a fake -1 (which would make the consumer apply its reset
@@ -14,7 +21,8 @@ package bridge
 //   - Null topic list (v2+, and per group from v8): every Kafka topic that
 //     has the group is read (external-group mode: the topics holding Iggy
 //     group kafka.cg.<group>; consumer mode: every topic), and only
-//     partitions with an offset come back, topics sorted by name.
+//     partitions with an offset (a commit of 0 included) come back,
+//     topics sorted by name.
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24), per
 //     partition (v0-v1) and at the top / group level (v2+).
 //   - No membership check (classic groups are not checked on a broker

@@ -21,8 +21,9 @@ package bridge
 // Iggy commands: none of its own; the offsets code's deleteGroupOffsets
 // (offsets.go) scans the group's topics (GET_TOPICS 301, GET_TOPIC 300,
 // GET_CONSUMER_OFFSET 120, GET_CONSUMER_GROUP 600), deletes each offset
-// (DELETE_CONSUMER_OFFSET 122) and, in external-group mode, the Iggy
-// consumer group kafka.cg.<group> (DELETE_CONSUMER_GROUP 603).
+// (DELETE_CONSUMER_OFFSET 122; in consumer mode the zero marker
+// kafka.cz.<group> and the main key) and, in external-group mode, the
+// Iggy consumer group kafka.cg.<group> (DELETE_CONSUMER_GROUP 603).
 
 import (
 	"context"

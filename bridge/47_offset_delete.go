@@ -13,8 +13,10 @@ package bridge
 //     before a restart) exists when Iggy holds an offset of it on one of
 //     the requested partitions; otherwise GROUP_ID_NOT_FOUND (69).
 //   - Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION (3).
-//     Every other partition's key is deleted (nothing stored counts as
-//     deleted), in order with the commits of the same partition.
+//     Every other partition's key is deleted (consumer mode: the zero
+//     marker kafka.cz.<group> too; nothing stored counts as deleted), in
+//     order with the commits of the same partition. A group committed at
+//     0 only (consumer mode: only the marker) counts as holding an offset.
 //   - Group-level errors come without topics, as Kafka answers them.
 //     Iggy failures: COORDINATOR_LOAD_IN_PROGRESS (14) when retriable.
 //

@@ -15,9 +15,25 @@ package bridge
 //   - consumer: the fallback for servers without kind 3: kind 1 (single
 //     consumer) named kafka.cg.<group> (Iggy keys it by the XXH32 hash of
 //     the name), storing offset - 1 (Iggy keeps the last processed
-//     message); a commit of 0 deletes the key; commits beyond the high
-//     watermark are refused by Iggy (4100 -> OFFSET_OUT_OF_RANGE). Costs:
-//     the name is hashed to 32 bits, and stored offsets pin retention.
+//     message); commits beyond the high watermark are refused by Iggy
+//     (4100 -> OFFSET_OUT_OF_RANGE). Costs: the name is hashed to 32
+//     bits, and stored offsets pin retention.
+//     A commit of 0 has no offset - 1: it is kept as the zero marker, a
+//     second kind-1 consumer kafka.cz.<group> stored at Iggy offset 0
+//     (stored first, then the main key deleted). Reads take the main key
+//     and only when it is absent the marker (0), so a partition whose main
+//     key exists costs no extra call. A commit N > 0 stores the main key,
+//     then deletes the marker unless this process deleted it less than
+//     markerRecheck ago (a leftover marker behind a main key changes no
+//     read, it only pins retention at 0, so the first commit of a key in
+//     a process, and one a minute after, deletes it again). A negative
+//     commit, OffsetDelete and DeleteGroups delete the marker, then the
+//     main key. Iggy refuses offset 0 on a partition that never had a
+//     message (4100): there a commit of 0 only deletes the main key and
+//     reads back as -1, which positions a consumer the same way as 0
+//     while the partition stays empty (earliest = latest = 0); records
+//     appended before the consumer starts then follow its
+//     auto.offset.reset.
 //   - auto (default): decided once per process by a kind-3 probe (a
 //     GET_CONSUMER_OFFSET with kind 3 on the first topic used): a server
 //     that answers it has ExternalGroup (0.12 semantics, or the embedded
@@ -32,8 +48,8 @@ package bridge
 // counts as success); metadata and leader epoch are dropped; reads answer
 // -1 for no key, unknown group, unknown topic or partition, and fail with
 // COORDINATOR_LOAD_IN_PROGRESS (GROUP_AUTHORIZATION_FAILED when refused)
-// for anything else, never a fake -1. kafka.cg.* keys are never used to
-// poll.
+// for anything else, never a fake -1. kafka.cg.* and kafka.cz.* keys are
+// never used to poll.
 //
 // Order: the writes of one (group, topic, partition) are serialized here
 // and go through the partition's lane of the Iggy client, so they reach
@@ -44,8 +60,9 @@ package bridge
 // successful, which leaves the value a serial broker would leave.
 //
 // Locking: offsetStore.mu and commitOrder.mu are leaves, never held during
-// I/O. A commitSlot.mu is held across its key's Iggy write and nothing is
-// taken under it but the Iggy client's own leaf locks.
+// I/O. A commitSlot.mu is held across its key's Iggy writes (two in
+// consumer mode when the zero marker is involved) and nothing is taken
+// under it but the Iggy client's own leaf locks.
 
 import (
 	"context"
@@ -85,6 +102,13 @@ func (m offsetMode) String() string {
 const (
 	// groupPrefix prefixes the Iggy name of a Kafka group's offsets.
 	groupPrefix = "kafka.cg."
+	// markerPrefix prefixes the Iggy name of a group's zero marker
+	// (consumer mode): as long as groupPrefix, so every valid group id
+	// fits.
+	markerPrefix = "kafka.cz."
+	// markerRecheck is how long after deleting a key's zero marker a
+	// commit N > 0 of that key skips deleting it again.
+	markerRecheck = time.Minute
 	// maxGroupIDLen is the longest Kafka group id whose Iggy name fits an
 	// Iggy name (255 bytes).
 	maxGroupIDLen = 255 - len(groupPrefix)
@@ -109,6 +133,13 @@ func validGroupID(g string) bool {
 
 // iggyGroupName is the Iggy name of a Kafka group's offsets.
 func iggyGroupName(group string) string { return groupPrefix + group }
+
+// markerOf is the kind-1 consumer holding a group's zero marker (consumer
+// mode): present, at Iggy offset 0, when the group committed 0 and the
+// main key is absent.
+func markerOf(group string) icodec.Consumer {
+	return icodec.Consumer{Kind: icodec.ConsumerKindConsumer, ID: stringID(markerPrefix + group)}
+}
 
 // offsetStore keeps committed offsets in Iggy.
 type offsetStore struct {
@@ -238,7 +269,10 @@ func (s *offsetStore) commit(ctx context.Context, mode offsetMode, group string,
 		return s.remove(ctx, group, ref, partition, tk)
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
-	return s.order.run(key, tk, func() error {
+	return s.order.run(key, tk, func(sl *commitSlot) error {
+		if mode == offsetModeConsumer {
+			return s.writeConsumer(ctx, sl, group, ref, partition, offset)
+		}
 		err := s.write(ctx, mode, group, ref, partition, offset)
 		if err != nil && mode == offsetModeExternal && groupMissing(err) {
 			// The Iggy group (or the topic) went away: create it again
@@ -262,7 +296,15 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 		return err
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
-	return s.order.run(key, tk, func() error {
+	return s.order.run(key, tk, func(sl *commitSlot) error {
+		if mode == offsetModeConsumer {
+			// The marker first: a failure in between leaves the main key,
+			// which reads as before.
+			if err := s.deleteKey(ctx, ref, uint32(partition), markerOf(group)); err != nil {
+				return err
+			}
+			sl.markerGone = time.Now()
+		}
 		err := s.write(ctx, mode, group, ref, partition, -1)
 		if mode == offsetModeExternal && groupMissing(err) {
 			return nil
@@ -272,21 +314,63 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 	})
 }
 
-// write performs one store or delete in mode.
+// write performs one store or delete of the main key in mode.
 func (s *offsetStore) write(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32, offset int64) error {
 	c := consumerOf(mode, group)
 	p := uint32(partition)
 	if mode == offsetModeConsumer {
-		offset-- // Iggy keeps the last processed message; commit 0 deletes
+		offset-- // Iggy keeps the last processed message
 	}
 	if offset < 0 {
-		err := s.b.iggy.DeleteOffset(ctx, ref, p, c)
-		if errors.Is(err, icodec.StatusConsumerOffsetNotFound) {
-			return nil
-		}
-		return err
+		return s.deleteKey(ctx, ref, p, c)
 	}
 	return s.b.iggy.StoreOffset(ctx, ref, p, c, uint64(offset))
+}
+
+// deleteKey deletes one stored offset; nothing stored counts as deleted.
+func (s *offsetStore) deleteKey(ctx context.Context, ref iggy.TopicRef, partition uint32, c icodec.Consumer) error {
+	err := s.b.iggy.DeleteOffset(ctx, ref, partition, c)
+	if errors.Is(err, icodec.StatusConsumerOffsetNotFound) {
+		return nil
+	}
+	return err
+}
+
+// writeConsumer stores a commit (offset >= 0) in consumer mode, with the
+// zero marker for a commit of 0 (see the top of this file). Called under
+// the key's slot lock (sl).
+func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition int32, offset int64) error {
+	p := uint32(partition)
+	if offset == 0 {
+		// The marker first: a failure in between leaves the main key,
+		// which reads as before.
+		switch err := s.b.iggy.StoreOffset(ctx, ref, p, markerOf(group), 0); {
+		case err == nil:
+			sl.markerGone = time.Time{}
+		case errors.Is(err, icodec.StatusInvalidOffset):
+			// The partition never had a message: nothing to mark; -1 and
+			// 0 position a consumer alike there.
+		default:
+			return err
+		}
+		return s.write(ctx, offsetModeConsumer, group, ref, partition, 0)
+	}
+	if err := s.write(ctx, offsetModeConsumer, group, ref, partition, offset); err != nil {
+		return err
+	}
+	if !sl.markerGone.IsZero() && time.Since(sl.markerGone) < markerRecheck {
+		return nil
+	}
+	if err := s.deleteKey(ctx, ref, p, markerOf(group)); err != nil {
+		// The commit itself is stored and reads back; a leftover marker
+		// only pins retention, and the next commit tries again.
+		s.b.log.Warn().Err(err).Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
+			Int32("partition", partition).Uint32("iggy_code", iggyCode(err)).
+			Msg("offsets: deleting the zero marker failed")
+		return nil
+	}
+	sl.markerGone = time.Now()
+	return nil
 }
 
 // groupMissing reports whether a store failed because its target is gone.
@@ -332,8 +416,10 @@ func (s *offsetStore) ensureGroup(ctx context.Context, ref iggy.TopicRef, group 
 }
 
 // read returns the committed offset of a group on one partition, -1 when
-// none is stored (or the topic, partition or group is unknown). Any other
-// failure is returned as an error: never a fake -1.
+// none is stored (or the topic, partition or group is unknown). In
+// consumer mode a missing main key is followed by a read of the zero
+// marker (0 when present). Any other failure is returned as an error:
+// never a fake -1.
 func (s *offsetStore) read(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32) (int64, error) {
 	r, found, err := s.b.iggy.GetOffset(ctx, ref, uint32(partition), consumerOf(mode, group))
 	switch {
@@ -341,10 +427,21 @@ func (s *offsetStore) read(ctx context.Context, mode offsetMode, group string, r
 		return -1, nil
 	case err != nil:
 		return -1, err
-	case !found:
+	case found:
+		return kafkaOffset(mode, r.StoredOffset), nil
+	case mode != offsetModeConsumer:
 		return -1, nil
 	}
-	return kafkaOffset(mode, r.StoredOffset), nil
+	_, found, err = s.b.iggy.GetOffset(ctx, ref, uint32(partition), markerOf(group))
+	switch {
+	case err != nil && iggy.IsNotFound(err):
+		return -1, nil
+	case err != nil:
+		return -1, err
+	case found:
+		return 0, nil
+	}
+	return -1, nil
 }
 
 // kafkaOffset maps a stored Iggy value to the Kafka offset it stands for.
@@ -597,11 +694,15 @@ type commitSlot struct {
 	users int        // goroutines holding or waiting for mu (guarded by commitOrder.mu)
 	last  commitTicket
 	used  time.Time // guarded by commitOrder.mu
+	// markerGone is when this process last deleted the key's zero marker
+	// (consumer mode); zero when it may exist. Guarded by mu.
+	markerGone time.Time
 }
 
-// run calls write for key unless a later write of the same connection was
-// applied already (then it reports success without writing).
-func (o *commitOrder) run(key commitKey, tk commitTicket, write func() error) error {
+// run calls write for key, with the key's slot locked, unless a later
+// write of the same connection was applied already (then it reports
+// success without writing).
+func (o *commitOrder) run(key commitKey, tk commitTicket, write func(sl *commitSlot) error) error {
 	o.mu.Lock()
 	sl := o.slots[key]
 	if sl == nil {
@@ -615,7 +716,7 @@ func (o *commitOrder) run(key commitKey, tk commitTicket, write func() error) er
 	sl.mu.Lock()
 	var err error
 	if !tk.before(sl.last) {
-		if err = write(); err == nil {
+		if err = write(sl); err == nil {
 			sl.last = tk
 		}
 	}

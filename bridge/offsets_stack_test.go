@@ -267,8 +267,8 @@ func TestOffsetsKind3Verbatim(t *testing.T) {
 }
 
 // TestOffsetsConsumerFallback: with kind 3 off (a 0.11 server), auto lands
-// on single consumers: value - 1 under kind 1, commit 0 deletes the key,
-// commits beyond the high watermark are refused.
+// on single consumers: value - 1 under kind 1, commit 0 replaces the key
+// by the zero marker, commits beyond the high watermark are refused.
 func TestOffsetsConsumerFallback(t *testing.T) {
 	s := offsetsStack(t, false, "auto")
 	offTopic(t, s, "events", 2, map[int32]int{0: 10})
@@ -292,14 +292,16 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 	if v, ok := iggyStored(t, s, icodec.ConsumerKindConsumer, "audit", "events", 0); !ok || v != 9 {
 		t.Fatalf("kind 1 value %d %v, want 9", v, ok)
 	}
-	// Commit 0 deletes the key (and reads back as no offset).
+	// Commit 0 has no offset - 1: the main key goes, the zero marker
+	// kafka.cz.audit holds it, and it reads back as 0
+	// (offsets_zero_test.go has the rest).
 	if codes := rawCommit(r, 8, "audit", "events", [16]byte{}, map[int32]int64{0: 0}); codes[0] != 0 {
 		t.Fatalf("commit 0: %v", codes)
 	}
 	if _, ok := iggyStored(t, s, icodec.ConsumerKindConsumer, "audit", "events", 0); ok {
-		t.Fatal("commit 0 left a key")
+		t.Fatal("commit 0 left the main key")
 	}
-	if got, _ := rawFetch(r, 8, "audit", strPtr("events"), [16]byte{}, 0); got["events"][0] != (fetched{-1, 0}) {
+	if got, _ := rawFetch(r, 8, "audit", strPtr("events"), [16]byte{}, 0); got["events"][0] != (fetched{0, 0}) {
 		t.Fatalf("fetch after commit 0: %v", got)
 	}
 	if iggyGroupExists(t, s, "audit", "events") {

@@ -129,8 +129,8 @@ func TestCommitOrder(t *testing.T) {
 	key := commitKey{group: "g", ref: iggy.TopicRef{Stream: "s", Topic: "t"}, partition: 0}
 	t0 := time.Unix(100, 0)
 	var applied []int
-	write := func(v int) func() error {
-		return func() error { applied = append(applied, v); return nil }
+	write := func(v int) func(*commitSlot) error {
+		return func(*commitSlot) error { applied = append(applied, v); return nil }
 	}
 	// The later commit of a connection lands first: the earlier one is
 	// skipped (and reported as success).
@@ -144,7 +144,7 @@ func TestCommitOrder(t *testing.T) {
 	_ = o.run(key, commitTicket{conn: 2, at: t0, corr: 1}, write(3))
 	// A failed write does not make older writes stale.
 	fail := errors.New("boom")
-	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 9}, func() error { return fail }); err != fail {
+	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 9}, func(*commitSlot) error { return fail }); err != fail {
 		t.Fatal(err)
 	}
 	_ = o.run(key, commitTicket{conn: 1, at: t0, corr: 3}, write(4))
@@ -170,7 +170,7 @@ func TestCommitOrderSerializesKey(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			_ = o.run(key, commitTicket{conn: uint64(i + 1)}, func() error {
+			_ = o.run(key, commitTicket{conn: uint64(i + 1)}, func(*commitSlot) error {
 				n := inside.Add(1)
 				for {
 					m := maxInside.Load()
@@ -193,7 +193,7 @@ func TestCommitOrderPrunes(t *testing.T) {
 	var o commitOrder
 	o.slots = map[commitKey]*commitSlot{}
 	for i := 0; i < commitSlotsPrune; i++ {
-		_ = o.run(commitKey{partition: int32(i)}, commitTicket{}, func() error { return nil })
+		_ = o.run(commitKey{partition: int32(i)}, commitTicket{}, func(*commitSlot) error { return nil })
 	}
 	// Make every slot idle for long, then add one more key (the threshold
 	// doubled when the first prune found nothing idle).
@@ -203,7 +203,7 @@ func TestCommitOrderPrunes(t *testing.T) {
 		sl.used = time.Now().Add(-2 * commitSlotIdle)
 	}
 	o.mu.Unlock()
-	_ = o.run(commitKey{partition: -1}, commitTicket{}, func() error { return nil })
+	_ = o.run(commitKey{partition: -1}, commitTicket{}, func(*commitSlot) error { return nil })
 	o.mu.Lock()
 	n := len(o.slots)
 	o.mu.Unlock()
