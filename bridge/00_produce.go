@@ -3,6 +3,10 @@ package bridge
 // Produce: v0-v13
 //
 // Behavior:
+//   - Size: from v3 a partition's record batch larger than the topic's
+//     max.message.bytes (else topics.max_message_bytes, Kafka's
+//     message.max.bytes) is refused with MESSAGE_TOO_LARGE before it is
+//     decoded (topicheld.go).
 //   - Records: every partition's Records bytes go through the record mapping
 //     v1 (records.go, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
@@ -157,7 +161,11 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			msgs, refused, why := p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget)
+			refused, why := b.checkMessageSize(rq.Version, name, req.Topics[i].Partitions[j].Records)
+			var msgs *iggy.Messages
+			if refused == 0 {
+				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget)
+			}
 			if refused != 0 {
 				rp.ErrorCode = refused
 				if rq.Version >= 8 {
@@ -223,6 +231,9 @@ func (p *producer) answer(req *kmsg.ProduceRequest, resp *kmsg.ProduceResponse) 
 func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequestTopic) (string, *iggy.TopicInfo, int16) {
 	b := p.b
 	if rq.Version >= 13 {
+		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
+			return consumerOffsetsTopic, nil, kerr.InvalidTopicException.Code
+		}
 		name, info, err := p.ids.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, b, rq, err, name, "produce: topic id lookup failed")
@@ -233,7 +244,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		return name, info, 0
 	}
 	name := t.Topic
-	if validTopicName(name) != nil {
+	if validTopicName(name) != nil || isInternalTopic(name) {
 		return name, nil, kerr.InvalidTopicException.Code
 	}
 	var info *iggy.TopicInfo

@@ -35,6 +35,8 @@ package bridge
 //     map through kafkaCode (errors.go).
 //   - LeaderEpoch (v4+) is 0 (the epoch Metadata reports) when an offset is
 //     returned, else -1. CurrentLeaderEpoch is not checked.
+//   - __consumer_offsets (internaltopics.go) is an empty partition 0: 0
+//     for the log ends, -1/-1 for everything else, no Iggy call.
 //
 // Version notes: v0 answers OldStyleOffsets (the one offset, or none when
 // MaxNumOffsets is 0 or no offset exists); v1 single Timestamp/Offset; v2
@@ -106,9 +108,10 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 		rt.Topic = t.Topic
 		var info *iggy.TopicInfo
 		var code int16
+		internal := isInternalTopic(t.Topic)
 		if validTopicName(t.Topic) != nil {
 			code = kerr.UnknownTopicOrPartition.Code
-		} else {
+		} else if !internal {
 			var err error
 			if info, err = l.b.lookupTopic(ctx, t.Topic); err != nil {
 				code = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic lookup failed")
@@ -125,6 +128,20 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 				rp.ErrorCode = kerr.InvalidRequest.Code
 			case code != 0:
 				rp.ErrorCode = code
+			case internal:
+				// An empty partition: 0 for the log ends, -1 (no such
+				// record) for a timestamp.
+				rp.ErrorCode = 0
+				if tp.Partition != 0 {
+					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				} else if rq.Version == 0 {
+					rp.OldStyleOffsets = []int64{}
+				} else if tp.Timestamp == listLatest || tp.Timestamp == listEarliest || tp.Timestamp == listEarliestLocal {
+					rp.Offset, rp.Timestamp, rp.LeaderEpoch = 0, -1, 0
+				} else {
+					rp.Offset, rp.Timestamp = -1, -1
+				}
+				continue
 			default:
 				rp.ErrorCode, info = checkPartition(ctx, l.b, info, tp.Partition)
 			}

@@ -16,6 +16,9 @@ package bridge
 //     answer INVALID_TOPIC_EXCEPTION before any Iggy call.
 //   - Topic ids (v10+) are stable per topic (stream, name, creation time);
 //     topics requested by id (v10+ with a null name) are found by scanning.
+//   - __consumer_offsets is listed (with every topic, or by name) as an
+//     internal topic of one partition that is not in Iggy
+//     (internaltopics.go).
 //   - Iggy failures answer the retriable code of errors.go per topic.
 //
 // Version notes: v13 adds a top-level error code (always 0 here).
@@ -75,8 +78,11 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 			b.log.Warn().Err(err).Uint32("iggy_code", iggyCode(err)).Msg("metadata: listing topics failed")
 		}
 		for _, n := range names {
-			wants = append(wants, want{name: n})
+			if !isInternalTopic(n) {
+				wants = append(wants, want{name: n})
+			}
 		}
+		wants = append(wants, want{name: consumerOffsetsTopic})
 	} else {
 		var byID map[[16]byte]string
 		for _, t := range req.Topics {
@@ -85,6 +91,9 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 					byID = b.topicsByID(ctx)
 				}
 				n, ok := byID[t.TopicID]
+				if t.TopicID == internalTopicID(consumerOffsetsTopic) {
+					n, ok = consumerOffsetsTopic, false
+				}
 				wants = append(wants, want{name: n, byID: true, id: t.TopicID, create: ok})
 				continue
 			}
@@ -107,6 +116,13 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		if isInternalTopic(name) {
+			rt.IsInternal = true
+			rt.TopicID = internalTopicID(name)
+			rt.Partitions = []kmsg.MetadataResponseTopicPartition{b.selfLed(self.NodeID, 0)}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		var info *iggy.TopicInfo
 		var err error
 		if w.create && !w.byID {
@@ -124,17 +140,22 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 		}
 		rt.TopicID = topicID(info)
 		for p := int32(0); p < int32(info.PartitionsCount); p++ {
-			rp := kmsg.NewMetadataResponseTopicPartition()
-			rp.Partition = p
-			rp.Leader = self.NodeID
-			rp.LeaderEpoch = 0
-			rp.Replicas = []int32{self.NodeID}
-			rp.ISR = []int32{self.NodeID}
-			rt.Partitions = append(rt.Partitions, rp)
+			rt.Partitions = append(rt.Partitions, b.selfLed(self.NodeID, p))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// selfLed describes partition p as led by this instance alone.
+func (b *Bridge) selfLed(node, p int32) kmsg.MetadataResponseTopicPartition {
+	rp := kmsg.NewMetadataResponseTopicPartition()
+	rp.Partition = p
+	rp.Leader = node
+	rp.LeaderEpoch = 0
+	rp.Replicas = []int32{node}
+	rp.ISR = []int32{node}
+	return rp
 }
 
 // topicsByID maps the topic ids of every listed topic to their names.

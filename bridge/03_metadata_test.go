@@ -41,14 +41,16 @@ func TestMetadataAutoCreateAndList(t *testing.T) {
 		t.Fatalf("invalid name: %d", resp.Topics[1].ErrorCode)
 	}
 
-	// A null topic list lists every topic; the id is stable.
+	// A null topic list lists every topic (and the internal
+	// __consumer_offsets, last); the id is stable.
 	all := kmsg.NewPtrMetadataRequest()
 	all.Topics = nil
 	resp2, err := all.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp2.Topics) != 1 || *resp2.Topics[0].Topic != "orders" || resp2.Topics[0].TopicID != resp.Topics[0].TopicID {
+	if len(resp2.Topics) != 2 || *resp2.Topics[0].Topic != "orders" || resp2.Topics[0].TopicID != resp.Topics[0].TopicID ||
+		*resp2.Topics[1].Topic != "__consumer_offsets" || !resp2.Topics[1].IsInternal || resp2.Topics[0].IsInternal {
 		t.Fatalf("list: %+v", resp2.Topics)
 	}
 

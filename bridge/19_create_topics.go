@@ -115,6 +115,9 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		code, msg := b.adminError(name, "create topics", err)
 		return createTopicError(name, code, msg)
 	}
+	if isInternalTopic(name) {
+		return createTopicError(name, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name))
+	}
 	ref := b.topics.ref(name)
 	switch _, err := b.iggy.RefreshTopic(ctx, ref); {
 	case err == nil:
@@ -160,9 +163,10 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return iggyFail(err)
 	}
 	cc.created(name)
+	b.topics.held.store(name, set)
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Int32("partitions", partitions).Msg("created topic")
 	st.TopicID = topicID(info)
-	fillCreated(&st, optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions), info.PartitionsCount, b.brokerDefaults())
+	fillCreated(&st, b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions), info.PartitionsCount, b.brokerDefaults())
 	return st
 }
 

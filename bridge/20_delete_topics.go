@@ -137,6 +137,10 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 	if validTopicName(name) != nil {
 		return [16]byte{}, kerr.UnknownTopicOrPartition.Code, ""
 	}
+	if isInternalTopic(name) {
+		return internalTopicID(name), kerr.InvalidTopicException.Code,
+			"Topic " + name + " is internal: the gateway keeps committed offsets in Iggy; delete consumer groups instead"
+	}
 	ref := b.topics.ref(name)
 	info, err := b.iggy.RefreshTopic(ctx, ref)
 	if err != nil {
@@ -159,6 +163,7 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 		code, msg := b.adminError(name, "delete topics", err)
 		return id, code, msg
 	}
+	b.topics.held.forget(name)
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Msg("deleted topic")
 	return id, 0, ""
 }

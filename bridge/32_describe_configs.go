@@ -125,7 +125,7 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 			code, msg := b.adminError(name, "describe configs", err)
 			return nil, code, msg
 		}
-		set := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
+		set := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
 		return topicEntries(set, info.PartitionsCount, b.brokerDefaults(), synonyms), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
@@ -142,7 +142,7 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 
 // brokerDefaults are the defaults topics the gateway creates get.
 func (b *Bridge) brokerDefaults() brokerDefaults {
-	return newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions)
+	return newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
 }
 
 // checkBrokerResource checks a BROKER resource name other than "": it must

@@ -143,12 +143,16 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		return b.adminError(name, "alter configs", err)
 	}
-	cur := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
-	patch, _, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
+	cur := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	patch, next, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
 	if e != nil {
 		return e.code, e.msg
 	}
-	if validateOnly || len(patch) == 0 {
+	if validateOnly {
+		return 0, ""
+	}
+	if len(patch) == 0 {
+		b.topics.held.store(name, next)
 		return 0, ""
 	}
 	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic, Options: patch}
@@ -160,6 +164,7 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		return b.adminError(name, "alter configs", err)
 	}
+	b.topics.held.store(name, next)
 	b.log.Info().Str("topic", name).Int("options", len(patch)).Msg("altered topic configs")
 	return 0, ""
 }

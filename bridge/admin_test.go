@@ -161,7 +161,7 @@ func TestAdminAPIs(t *testing.T) {
 				if rt.ErrorMessage == nil || rt.NumPartitions != -1 || rt.ReplicationFactor != -1 || rt.Configs != nil {
 					t.Errorf("%s failed answer: %+v", rt.Topic, rt)
 				}
-			case rt.TopicID == [16]byte{} || rt.ReplicationFactor != 1 || len(rt.Configs) != 6:
+			case rt.TopicID == [16]byte{} || rt.ReplicationFactor != 1 || len(rt.Configs) != 7:
 				t.Errorf("%s created answer: %+v", rt.Topic, rt)
 			}
 			if rt.Topic == "ct-rf1" {
@@ -195,7 +195,7 @@ func TestAdminAPIs(t *testing.T) {
 			t.Errorf("validate only: %v", c)
 		}
 		for _, rt := range vo.Topics {
-			if rt.Topic == "ct-validate" && (rt.NumPartitions != 4 || rt.TopicID != [16]byte{} || len(rt.Configs) != 6) {
+			if rt.Topic == "ct-validate" && (rt.NumPartitions != 4 || rt.TopicID != [16]byte{} || len(rt.Configs) != 7) {
 				t.Errorf("validate only answer: %+v", rt)
 			}
 			if rt.Topic == "ct-validate-bad" && (rt.ErrorMessage == nil || !strings.Contains(*rt.ErrorMessage, "segment.bytes")) {
@@ -333,7 +333,7 @@ func TestAdminAPIs(t *testing.T) {
 
 	t.Run("DescribeAndAlterConfigs", func(t *testing.T) {
 		if c := topicCodes(createTopics(t, cl, false, createTopicReq("cfg-a", 2, 1,
-			map[string]string{"retention.ms": "60000", "segment.bytes": "1048576", "compression.type": "gzip"}))); c["cfg-a"] != 0 {
+			map[string]string{"retention.ms": "60000", "segment.bytes": "1048576", "compression.type": "gzip", "max.message.bytes": "2000"}))); c["cfg-a"] != 0 {
 			t.Fatalf("create: %v", c)
 		}
 		cfgs := describeTopic(t, cl, "cfg-a", false)
@@ -342,19 +342,20 @@ func TestAdminAPIs(t *testing.T) {
 			source   kmsg.ConfigSource
 			readOnly bool
 		}{
-			"retention.ms":     {"60000", kmsg.ConfigSourceDynamicTopicConfig, false},
-			"segment.bytes":    {"1048576", kmsg.ConfigSourceDynamicTopicConfig, true},
-			"compression.type": {"gzip", kmsg.ConfigSourceDynamicTopicConfig, false},
-			"retention.bytes":  {"-1", kmsg.ConfigSourceDefaultConfig, false},
-			"flush.messages":   {"1024", kmsg.ConfigSourceDefaultConfig, true},
-			"cleanup.policy":   {"delete", kmsg.ConfigSourceDefaultConfig, true},
+			"retention.ms":      {"60000", kmsg.ConfigSourceDynamicTopicConfig, false},
+			"segment.bytes":     {"1048576", kmsg.ConfigSourceDynamicTopicConfig, true},
+			"compression.type":  {"gzip", kmsg.ConfigSourceDynamicTopicConfig, false},
+			"retention.bytes":   {"-1", kmsg.ConfigSourceDefaultConfig, false},
+			"flush.messages":    {"1024", kmsg.ConfigSourceDefaultConfig, true},
+			"cleanup.policy":    {"delete", kmsg.ConfigSourceDefaultConfig, true},
+			"max.message.bytes": {"2000", kmsg.ConfigSourceDynamicTopicConfig, false},
 		} {
 			c, ok := cfgs[name]
 			if !ok || *c.Value != w.value || c.Source != w.source || c.ReadOnly != w.readOnly || c.IsSensitive || c.Documentation != nil || c.ConfigSynonyms != nil {
 				t.Errorf("%s: %+v, want %+v", name, c, w)
 			}
 		}
-		if len(cfgs) != 6 {
+		if len(cfgs) != 7 {
 			t.Errorf("configs: %d", len(cfgs))
 		}
 		if syn := describeTopic(t, cl, "cfg-a", true, "retention.ms")["retention.ms"].ConfigSynonyms; len(syn) != 2 ||
@@ -450,10 +451,11 @@ func TestAdminAPIs(t *testing.T) {
 			value  string
 			source kmsg.ConfigSource
 		}{
-			"retention.ms":     {"120000", kmsg.ConfigSourceDynamicTopicConfig},
-			"retention.bytes":  {"-1", kmsg.ConfigSourceDefaultConfig},
-			"compression.type": {"none", kmsg.ConfigSourceDefaultConfig},
-			"segment.bytes":    {"1048576", kmsg.ConfigSourceDynamicTopicConfig},
+			"retention.ms":      {"120000", kmsg.ConfigSourceDynamicTopicConfig},
+			"retention.bytes":   {"-1", kmsg.ConfigSourceDefaultConfig},
+			"compression.type":  {"none", kmsg.ConfigSourceDefaultConfig},
+			"segment.bytes":     {"1048576", kmsg.ConfigSourceDynamicTopicConfig},
+			"max.message.bytes": {"1048588", kmsg.ConfigSourceDefaultConfig},
 		} {
 			if c := cfgs[name]; *c.Value != w.value || c.Source != w.source {
 				t.Errorf("after replace %s: %+v, want %+v", name, c, w)
@@ -499,7 +501,7 @@ func TestAdminAPIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r, err := rc.On("cfg-a", nil); err != nil || len(r.Configs) != 6 {
+		if r, err := rc.On("cfg-a", nil); err != nil || len(r.Configs) != 7 {
 			t.Errorf("kadm describe: %+v %v", r, err)
 		}
 	})

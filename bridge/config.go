@@ -42,6 +42,12 @@ type TopicsConfig struct {
 	// like the server parses String option values) applied to topics the
 	// gateway creates. Default empty (the server's defaults).
 	DefaultOptions map[string]string `koanf:"default_options"`
+	// MaxMessageBytes is the largest record batch, in bytes as the producer
+	// sent it (after compression), that a Produce may write to one
+	// partition; a larger one is answered MESSAGE_TOO_LARGE. It is Kafka's
+	// broker config message.max.bytes, and topics without their own
+	// max.message.bytes use it. Default 1048588 (Kafka's default).
+	MaxMessageBytes int32 `koanf:"max_message_bytes"`
 }
 
 // GroupsConfig tunes the consumer-group coordinator.
@@ -90,6 +96,7 @@ func DefaultConfig() Config {
 			DefaultStream:     "kafka",
 			AutoCreate:        true,
 			DefaultPartitions: 1,
+			MaxMessageBytes:   kafkaDefaultMaxMessageBytes,
 		},
 		Groups: GroupsConfig{
 			InitialRebalanceDelay: 3 * time.Second,
@@ -121,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.Topics.DefaultPartitions < 1 || c.Topics.DefaultPartitions > 1000 {
 		bad("topics.default_partitions", "must be 1..1000, got %d", c.Topics.DefaultPartitions)
+	}
+	if c.Topics.MaxMessageBytes < 1 {
+		bad("topics.max_message_bytes", "must be at least 1, got %d", c.Topics.MaxMessageBytes)
 	}
 	if c.Groups.InitialRebalanceDelay < 0 {
 		bad("groups.initial_rebalance_delay", "must not be negative")

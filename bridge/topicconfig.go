@@ -12,7 +12,16 @@ package bridge
 //	flush.messages   <-> messages_required_to_save   create-only
 //	retention.bytes  <-> max_topic_size / partitions Iggy's cap is per topic; -1 = unlimited
 //	retention.ms     <-> message_expiry / 1000       µs in Iggy; -1 = never expire
+//	max.message.bytes <-> (held by the gateway)      see below
 //	segment.bytes    <-> segment_size                create-only
+//
+// max.message.bytes has no Iggy option (Iggy bounds only a frame, 64 MiB),
+// so the gateway enforces it on Produce and holds it itself: the broker
+// value is topics.max_message_bytes (Kafka's message.max.bytes), and a
+// topic's own value, set by CreateTopics or an alter, lives in this
+// instance's memory (topicheld.go) until a restart. It goes through the
+// same optionSet as the Iggy options under a key of its own
+// (gatewayOptions), which no Iggy request ever carries.
 //
 // Values are checked locally against the catalog (icodec.TopicOptions) with
 // the server's parse rules, so validate_only requests validate everything and
@@ -60,7 +69,29 @@ const (
 	optPreallocate     = "preallocate_segments"
 	cleanupPolicyName  = "cleanup.policy"
 	cleanupPolicyValue = "delete"
+
+	// optMaxMessageBytes is the gatewayOptions key of max.message.bytes.
+	optMaxMessageBytes = "gateway.max_message_bytes"
+	// kafkaDefaultMaxMessageBytes is Kafka's default message.max.bytes
+	// (1 MiB plus the 12 bytes of a batch's log overhead).
+	kafkaDefaultMaxMessageBytes = 1048588
 )
+
+// gatewayOptions are the topic settings the gateway holds itself, in the
+// catalog's terms so the option-set logic serves them unchanged: never sent
+// to Iggy, always updatable.
+var gatewayOptions = []icodec.OptionSpec{{
+	Key: optMaxMessageBytes, Kind: icodec.HeaderKindUint32, Unit: "bytes",
+	Default: binary.LittleEndian.AppendUint32(nil, kafkaDefaultMaxMessageBytes),
+	HasMin:  true, HasMax: true, Min: 0, Max: math.MaxInt32,
+	Updatable: true,
+}}
+
+// isGatewayOption reports whether spec is one of gatewayOptions.
+func isGatewayOption(spec *icodec.OptionSpec) bool {
+	_, ok := icodec.LookupOption(gatewayOptions, spec.Key)
+	return ok
+}
 
 // configError is a refused config: the Kafka error code and the message
 // Kafka would put next to it.
@@ -100,6 +131,8 @@ var topicConfigs = []topicConfig{
 		toIggy: compressionToIggy, toKafka: compressionToKafka},
 	{name: "flush.messages", broker: "log.flush.interval.messages", option: optMessagesToSave, typ: kmsg.ConfigTypeLong,
 		toIggy: countToIggy, toKafka: decimalToKafka},
+	{name: "max.message.bytes", broker: "message.max.bytes", option: optMaxMessageBytes, typ: kmsg.ConfigTypeInt,
+		toIggy: maxMessageBytesToGateway, toKafka: decimalToKafka},
 	{name: "retention.bytes", broker: "log.retention.bytes", option: optMaxTopicSize, typ: kmsg.ConfigTypeLong,
 		toIggy: retentionBytesToIggy, toKafka: retentionBytesToKafka},
 	{name: "retention.ms", broker: "log.retention.ms", option: optMessageExpiry, typ: kmsg.ConfigTypeLong,
@@ -114,7 +147,7 @@ var kafkaTopicConfigNames = map[string]bool{
 	"delete.retention.ms": true, "file.delete.delay.ms": true, "flush.ms": true,
 	"follower.replication.throttled.replicas": true, "index.interval.bytes": true,
 	"leader.replication.throttled.replicas": true, "local.retention.bytes": true,
-	"local.retention.ms": true, "max.compaction.lag.ms": true, "max.message.bytes": true,
+	"local.retention.ms": true, "max.compaction.lag.ms": true,
 	"message.downconversion.enable": true, "message.format.version": true,
 	"message.timestamp.after.max.ms": true, "message.timestamp.before.max.ms": true,
 	"message.timestamp.difference.max.ms": true, "message.timestamp.type": true,
@@ -150,6 +183,9 @@ func (c *topicConfig) spec() *icodec.OptionSpec {
 		return nil
 	}
 	s, ok := icodec.LookupOption(icodec.TopicOptions, c.option)
+	if !ok {
+		s, ok = icodec.LookupOption(gatewayOptions, c.option)
+	}
 	if !ok {
 		return nil
 	}
@@ -238,6 +274,19 @@ func segmentBytesToIggy(v string, spec *icodec.OptionSpec, _ uint32) (uint64, st
 	}
 	if n <= 0 || !inCatalogRange(spec, uint64(n)) {
 		return 0, rangeReason(spec)
+	}
+	return uint64(n), ""
+}
+
+// maxMessageBytesToGateway parses max.message.bytes: an INT of at least 0,
+// as Kafka's ConfigDef has it.
+func maxMessageBytesToGateway(v string, _ *icodec.OptionSpec, _ uint32) (uint64, string) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	switch {
+	case err != nil:
+		return 0, "Not a number of type INT"
+	case n < 0:
+		return 0, "Value must be at least 0"
 	}
 	return uint64(n), ""
 }
@@ -453,10 +502,13 @@ type optionSet struct {
 
 // defaultOptionSet holds every catalog key at its default.
 func defaultOptionSet() optionSet {
-	s := optionSet{vals: make(map[string]uint64, len(icodec.TopicOptions)), explicit: map[string]bool{}}
+	s := optionSet{vals: make(map[string]uint64, len(icodec.TopicOptions)+len(gatewayOptions)), explicit: map[string]bool{}}
 	for i := range icodec.TopicOptions {
 		spec := &icodec.TopicOptions[i]
 		s.vals[spec.Key] = catalogDefault(spec)
+	}
+	for i := range gatewayOptions {
+		s.vals[gatewayOptions[i].Key] = catalogDefault(&gatewayOptions[i])
 	}
 	return s
 }
@@ -645,7 +697,7 @@ type alterOp struct {
 func planAlter(cur optionSet, partitions uint32, ops []alterOp, replace bool, bd brokerDefaults) (icodec.Options, optionSet, *configError) {
 	next := cur.clone()
 	resetKey := func(spec *icodec.OptionSpec) {
-		if bd.set.explicit[spec.Key] {
+		if bd.set.explicit[spec.Key] && !isGatewayOption(spec) {
 			next.set(spec, bd.set.vals[spec.Key])
 		} else {
 			next.reset(spec)
@@ -707,6 +759,13 @@ func planAlter(cur optionSet, partitions uint32, ops []alterOp, replace bool, bd
 		}
 		next.set(spec, v)
 		touched[spec.Key] = true
+	}
+	if replace {
+		for i := range gatewayOptions {
+			if !touched[gatewayOptions[i].Key] {
+				next.reset(&gatewayOptions[i])
+			}
+		}
 	}
 	var patch icodec.Options
 	for i := range icodec.TopicOptions {
@@ -786,10 +845,14 @@ type brokerDefaults struct {
 	partitions uint32    // topics.default_partitions
 }
 
-func newBrokerDefaults(defaults icodec.Options, partitions int32) brokerDefaults {
+func newBrokerDefaults(defaults icodec.Options, partitions, maxMessageBytes int32) brokerDefaults {
 	set := defaultOptionSet()
 	for _, o := range defaults {
 		_, _ = set.applyOptions(icodec.Options{o})
+	}
+	if maxMessageBytes != kafkaDefaultMaxMessageBytes && maxMessageBytes > 0 {
+		spec, _ := icodec.LookupOption(gatewayOptions, optMaxMessageBytes)
+		set.set(spec, uint64(maxMessageBytes))
 	}
 	if partitions < 1 {
 		partitions = 1
@@ -825,8 +888,14 @@ func topicEntries(s optionSet, partitions uint32, bd brokerDefaults, synonyms bo
 			continue
 		}
 		v := s.vals[spec.Key]
-		e.value = tc.toKafka(v, partitions)
 		gw, hasGW := bd.set.vals[spec.Key], bd.set.explicit[spec.Key]
+		if hasGW && !s.explicit[spec.Key] && isGatewayOption(spec) {
+			// A gateway-held key the topic does not set follows the
+			// gateway's value as it is now (Iggy keys got theirs at creation).
+			v = gw
+			e.source = kmsg.ConfigSourceStaticBrokerConfig
+		}
+		e.value = tc.toKafka(v, partitions)
 		if s.explicit[spec.Key] {
 			e.source = kmsg.ConfigSourceDynamicTopicConfig
 			if hasGW && v == gw {
@@ -837,7 +906,7 @@ func topicEntries(s optionSet, partitions uint32, bd brokerDefaults, synonyms bo
 			if e.source == kmsg.ConfigSourceDynamicTopicConfig {
 				e.synonyms = append(e.synonyms, configSynonym{name: tc.name, value: e.value, source: e.source})
 			}
-			if hasGW && s.explicit[spec.Key] {
+			if hasGW && (s.explicit[spec.Key] || e.source == kmsg.ConfigSourceStaticBrokerConfig) {
 				e.synonyms = append(e.synonyms, configSynonym{name: tc.broker, value: tc.toKafka(gw, partitions), source: kmsg.ConfigSourceStaticBrokerConfig})
 			}
 			e.synonyms = append(e.synonyms, configSynonym{name: tc.broker, value: tc.toKafka(catalogDefault(spec), partitions), source: kmsg.ConfigSourceDefaultConfig})

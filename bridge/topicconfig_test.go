@@ -252,6 +252,7 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 	configs := map[string]string{
 		"retention.ms": "3600000", "retention.bytes": "2147483648", "segment.bytes": "16777216",
 		"compression.type": "gzip", "flush.messages": "50", "cleanup.policy": "delete",
+		"max.message.bytes": "10485760",
 	}
 	var cfgs []kafkaConfigValue
 	for k, v := range configs {
@@ -261,7 +262,20 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 	if e != nil {
 		t.Fatal(e.msg)
 	}
-	entries := topicEntries(optionSetOf(opts, nil), 3, newBrokerDefaults(nil, 1), true)
+	set := optionSetOf(opts, nil)
+	var held heldConfigs
+	_, _, createSet, _ := func() (icodec.Options, optionSet, optionSet, *configError) {
+		o, s, e := createOptions(nil, cfgs, 3)
+		return o, s, s, e
+	}()
+	held.store("t", createSet)
+	set = held.overlay("t", set)
+	for _, o := range opts {
+		if o.Key == optMaxMessageBytes {
+			t.Errorf("a gateway-held key reached the Iggy options: %v", o)
+		}
+	}
+	entries := topicEntries(set, 3, newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes), true)
 	if len(entries) != len(topicConfigs) {
 		t.Fatalf("entries: %+v", entries)
 	}
@@ -309,9 +323,10 @@ func TestTopicEntriesDefaults(t *testing.T) {
 	want := map[string]string{
 		"cleanup.policy": "delete", "compression.type": "none", "flush.messages": "1024",
 		"retention.bytes": "-1", "retention.ms": "-1", "segment.bytes": "1073741824",
+		"max.message.bytes": "1048588",
 	}
 	for name, explicit := range map[string]icodec.Options{"derived": nil, "markers": markers} {
-		for _, e := range topicEntries(optionSetOf(explicit, derived), 2, newBrokerDefaults(nil, 1), false) {
+		for _, e := range topicEntries(optionSetOf(explicit, derived), 2, newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes), false) {
 			if e.value != want[e.name] || e.source != kmsg.ConfigSourceDefaultConfig || e.synonyms != nil {
 				t.Errorf("%s: %+v", name, e)
 			}
@@ -333,7 +348,7 @@ func TestTopicEntriesDefaults(t *testing.T) {
 // broker's config); another explicit value is DYNAMIC_TOPIC_CONFIG with the
 // gateway default among its synonyms.
 func TestTopicEntriesGatewayDefaults(t *testing.T) {
-	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2)
+	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2, kafkaDefaultMaxMessageBytes)
 	set := optionSetOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
 	got := map[string]configEntry{}
 	for _, e := range topicEntries(set, 4, bd, true) {
@@ -413,7 +428,7 @@ func TestPlanAlter(t *testing.T) {
 		{name: "size below segment", ops: []alterOp{set("retention.bytes", "1000")}, code: kerr.InvalidConfig.Code, msg: "retention.bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bd := newBrokerDefaults(tc.defaults, 1)
+			bd := newBrokerDefaults(tc.defaults, 1, kafkaDefaultMaxMessageBytes)
 			patch, next, e := planAlter(cur, 2, tc.ops, tc.replace, bd)
 			if tc.code != 0 {
 				if e == nil || e.code != tc.code || !strings.Contains(e.msg, tc.msg) {
@@ -487,7 +502,7 @@ func kafkaNameOf(key string) *topicConfig {
 
 func TestBrokerEntries(t *testing.T) {
 	rack := "r1"
-	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 4)
+	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 4, kafkaDefaultMaxMessageBytes)
 	got := map[string]configEntry{}
 	for _, e := range brokerEntries(7, &rack, bd, true, true) {
 		got[e.name] = e
@@ -573,7 +588,7 @@ func FuzzTopicConfigs(f *testing.F) {
 		_, _, _ = createOptions(icodec.Options{stropt(optMessageExpiry, value), stropt(optMaxTopicSize, value)},
 			[]kafkaConfigValue{{name: name, value: &value}}, partitions)
 		cur := optionSetOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
-		bd := newBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions))
+		bd := newBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions), kafkaDefaultMaxMessageBytes)
 		patch, next, e := planAlter(cur, partitions, []alterOp{{name: name, op: kmsg.IncrementalAlterConfigOp(op % 5), value: &value}}, op%2 == 0, bd)
 		if e == nil {
 			after := optionSetOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)

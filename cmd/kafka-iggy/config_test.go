@@ -251,6 +251,7 @@ func TestExampleConfigGolden(t *testing.T) {
 				Overrides:         map[string]string{"orders.v1": "shop/orders", "payments": "shop/payments"},
 				AutoCreate:        true,
 				DefaultPartitions: 1,
+				MaxMessageBytes:   1048588,
 				DefaultOptions:    map[string]string{},
 			},
 			Groups: bridge.GroupsConfig{
