@@ -76,7 +76,7 @@ bench-smoke:
 	$(GO) run ./scripts/bench -smoke -bin $(BIN)
 
 ## e2e: end-to-end checks with clients we did not write (Rust SDK conformance, ...)
-e2e:
+e2e: test-deps
 	bash scripts/e2e.sh
 
 clean:

@@ -4,9 +4,17 @@
 # 1. The official Iggy Rust SDK (crate iggy =0.11.0) drives the embedded Iggy
 #    server through scripts/conformance (login, PAT, streams/topics/options,
 #    send/poll in every strategy, offsets, consumer groups).
+# 2. The compatibility matrix (scripts/e2e/compat): every real Kafka client of
+#    scripts/e2e and franz-go's kgo integration suite against a real Apache
+#    Kafka broker (the reference), the sidecar and kfake; it rewrites
+#    docs/COMPATIBILITY.md and fails when a cell green on Kafka is red on the
+#    sidecar without an intended difference. About 10 minutes.
 #
-# Everything it needs is installed by cargo from crates.io; the embedded server
-# is built from this tree and started as a process on a free loopback port.
+# Everything it needs is installed first (make e2e depends on test-deps: cargo
+# crates, Maven jars, PyPI packages, Debian packages); the embedded server and
+# the sidecar are built from this tree and started as processes on free
+# loopback ports. KAFKA_IGGY_E2E_COMPAT=0 skips step 2 (for a quick local run;
+# CI never sets it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,5 +46,19 @@ bash scripts/conformance/run.sh "127.0.0.1:$port" || status=$?
 if [[ $status -ne 0 ]]; then
     echo "== e2e: conformance failed (exit $status); embedded server log:" >&2
     tail -n 200 "$workdir/embedded.log" >&2 || true
+    exit $status
 fi
-exit $status
+kill "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+pid=""
+
+if [[ "${KAFKA_IGGY_E2E_COMPAT:-1}" == 0 ]]; then
+    if [[ "${CI:-}" == true ]]; then
+        echo "== e2e: KAFKA_IGGY_E2E_COMPAT=0 is not allowed in CI" >&2
+        exit 1
+    fi
+    echo "== e2e: compatibility matrix skipped (KAFKA_IGGY_E2E_COMPAT=0)"
+    exit 0
+fi
+echo "== e2e: compatibility matrix (Apache Kafka, the sidecar, kfake; writes docs/COMPATIBILITY.md)"
+go run ./scripts/e2e/compat -out docs/COMPATIBILITY.md  # logs stay in the temporary dir it names

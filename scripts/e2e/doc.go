@@ -50,6 +50,16 @@
 // values Apache Kafka gives. longpoll_test.go checks that a waiting Fetch
 // wakes on produce and that an idle Fetch is held for max_wait.
 //
+// Kafka's own tools, Java 4.x and 3.9 (scripts/kafka/bin): javatools_test.go
+// runs kafka-topics, kafka-configs and kafka-consumer-groups --list and
+// --describe (committed offsets and lag); javaconsole_test.go has the
+// console producer (stock config, idempotent) write keyed records, the
+// console consumer with --group read them, kafka-consumer-groups
+// --reset-offsets --to-earliest --execute rewind the inactive group, and a
+// consumer without --from-beginning read everything again from the reset
+// offsets. scenarios_test.go and scenarios_ext_test.go run the per-client
+// scenarios of the compatibility matrix (scripts/e2e/compat).
+//
 // # Dependencies
 //
 // The Java program and kcat come from scripts/install-test-deps.sh. Outside CI

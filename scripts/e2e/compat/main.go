@@ -6,7 +6,8 @@
 // scripts/e2e/sidecar_target.go starts it) and kfake; then franz-go's own kgo
 // integration suite against Kafka and the sidecar.
 //
-// Usage (from the repository root; not yet part of `make e2e`, see issue 7):
+// Usage (from the repository root; `make e2e` runs it after the Rust SDK
+// conformance run):
 //
 //	go run ./scripts/e2e/compat -out docs/COMPATIBILITY.md
 //
