@@ -39,3 +39,34 @@ type Request struct {
 	// socket; request latency is measured from here.
 	Received time.Time
 }
+
+// Cut is one block of a VectoredResponse's encoding that is not copied into
+// the reply buffer: Data belongs at offset At of the bytes AppendVectored
+// produced (between dst[:At] and dst[At:]).
+type Cut struct {
+	At   int
+	Data []byte
+}
+
+// VectoredResponse is a Response whose encoding carries large blocks (the
+// record bytes of a Fetch response) that the front door writes to the
+// socket from the response's own memory, with one writev, instead of
+// copying them into the reply buffer first.
+//
+// The front door calls AppendVectored instead of AppendTo, writes
+// dst[:c0.At], c0.Data, dst[c0.At:c1.At], c1.Data, ... dst[cN.At:], and
+// calls Release once those bytes were written (or dropped). A response
+// encoded with AppendTo needs no Release. The blocks must not alias the
+// request: its frame is reused once the response is encoded.
+type VectoredResponse interface {
+	kmsg.Response
+	// AppendVectored appends the encoding to dst, leaving out the blocks
+	// Cuts then returns (at most maxCuts of them). The frame is the
+	// appended bytes with the cuts' Data spliced in.
+	AppendVectored(dst []byte, maxCuts int) []byte
+	// Cuts returns the blocks AppendVectored left out, in order, owned by
+	// the response until Release.
+	Cuts() []Cut
+	// Release frees the blocks. Called once.
+	Release()
+}

@@ -30,10 +30,50 @@ func (f *connFlags) set(x connFlags)       { *f |= x }
 func (f *connFlags) clear(x connFlags)     { *f &^= x }
 func (f connFlags) isSet(x connFlags) bool { return f&x != 0 }
 
+// reply is one encoded response: the reply buffer (nil: the request has
+// no reply) and, for a bridge.VectoredResponse, the response whose blocks
+// (vr.Cuts) are spliced into it (released once written). Kept small: every
+// connection has a ring of max_in_flight of them.
+type reply struct {
+	buf *bytebufferpool.ByteBuffer
+	vr  bridge.VectoredResponse
+}
+
+// cuts returns the blocks to splice into the reply buffer.
+func (r *reply) cuts() []bridge.Cut {
+	if r.vr == nil {
+		return nil
+	}
+	return r.vr.Cuts()
+}
+
+// release returns the reply's memory: the buffer to the pool, the blocks
+// to their response.
+func (r *reply) release(s *Server) {
+	if r.buf != nil {
+		s.outPool.Put(r.buf)
+	}
+	if r.vr != nil {
+		r.vr.Release()
+	}
+	*r = reply{}
+}
+
+// iovs is how many writev pieces the reply takes.
+func (r *reply) iovs() int { return 1 + 2*len(r.cuts()) }
+
+// maxIovs bounds the pieces of one AsyncWritev (Linux refuses a writev of
+// more than IOV_MAX = 1024, and gnet would close the connection).
+const maxIovs = 1024
+
+// maxCuts bounds the blocks one vectored response leaves out of its reply
+// buffer (the rest is copied), so that a reply always fits one writev.
+const maxCuts = 64
+
 // slot is one entry of a connection's reorder ring.
 type slot struct {
 	ready bool
-	buf   *bytebufferpool.ByteBuffer // nil: the request has no reply
+	rep   reply
 }
 
 // conn is the front door's state for one client connection, stored in the
@@ -51,6 +91,14 @@ type conn struct {
 	nextSeq  uint64
 	parked   *job // a request waiting for worker-queue space
 	clientID *string
+	// partial is a request frame being assembled (size prefix already
+	// consumed), partialSize its body size: a frame larger than one socket
+	// read is copied out of gnet's read buffer piece by piece as it
+	// arrives, instead of gnet first copying every piece into its ring
+	// buffer and the frame then being copied out of the ring (see
+	// fillPartial).
+	partial     *bytebufferpool.ByteBuffer
+	partialSize int
 
 	// guarded by s.pool.mu
 	waitingPool bool
@@ -125,51 +173,46 @@ func (cs *conn) touch(now time.Time) { cs.lastActive.Store(now.UnixNano()) }
 // complete hands the reply of request seq (nil: no reply) to the reorder
 // ring and writes every reply that is now next in order with one
 // AsyncWritev. Safe off the loop; called once per request.
-func (cs *conn) complete(seq uint64, out *bytebufferpool.ByteBuffer) {
+func (cs *conn) complete(seq uint64, rep reply) {
 	s := cs.s
 	cs.mu.Lock()
 	if cs.flags.isSet(flagClosed) {
 		cs.mu.Unlock()
-		if out != nil {
-			s.outPool.Put(out)
-		}
+		rep.release(s)
 		s.finish(1)
 		return
 	}
 	sl := &cs.ring[seq%uint64(len(cs.ring))]
-	sl.ready, sl.buf = true, out
+	sl.ready, sl.rep = true, rep
 	if seq != cs.nextOut {
 		cs.mu.Unlock()
 		return
 	}
 	var wb *writeBatch
-	skipped := 0
+	skipped, written := 0, 0
 	for {
 		sl := &cs.ring[cs.nextOut%uint64(len(cs.ring))]
 		if !sl.ready {
 			break
 		}
-		if sl.buf == nil {
+		if sl.rep.buf == nil {
 			skipped++
+			sl.rep.release(s)
 		} else {
+			if wb != nil && len(wb.iov)+sl.rep.iovs() > maxIovs {
+				written += cs.writeLocked(wb)
+				wb = nil
+			}
 			if wb == nil {
 				wb = s.getBatch(cs)
 			}
-			wb.add(sl.buf)
+			wb.add(&sl.rep)
 		}
 		*sl = slot{}
 		cs.nextOut++
 	}
-	written := 0
 	if wb != nil {
-		// Under cs.mu: AsyncWritev calls are queued FIFO, so issuing them
-		// in sequence order under the lock keeps replies in order; and
-		// OnClose cannot run in between, so the loop is still alive.
-		if err := cs.gc.AsyncWritev(wb.iov, wb.cb); err != nil {
-			// The callback will not run: release here.
-			written = len(wb.bufs)
-			wb.release()
-		}
+		written += cs.writeLocked(wb)
 	}
 	done := skipped + written
 	if done > 0 {
@@ -180,6 +223,20 @@ func (cs *conn) complete(seq uint64, out *bytebufferpool.ByteBuffer) {
 	if done > 0 {
 		s.finish(done)
 	}
+}
+
+// writeLocked hands wb to gnet and returns the number of replies released
+// on the spot (gnet refused the write: the callback will not run). cs.mu
+// must be held: AsyncWritev calls are queued FIFO, so issuing them in
+// sequence order under the lock keeps replies in order; and OnClose cannot
+// run in between, so the loop is still alive.
+func (cs *conn) writeLocked(wb *writeBatch) int {
+	if err := cs.gc.AsyncWritev(wb.iov, wb.cb); err != nil {
+		n := wb.replies
+		wb.release()
+		return n
+	}
+	return 0
 }
 
 // maybeResumeLocked wakes a connection paused at max_in_flight once it is
@@ -195,28 +252,52 @@ func (cs *conn) maybeResumeLocked() {
 // Batches are pooled with their callback bound once, so a write allocates
 // nothing.
 type writeBatch struct {
-	s     *Server
-	cs    *conn
-	bufs  []*bytebufferpool.ByteBuffer
-	iov   [][]byte
-	bytes int
-	cb    gnet.AsyncCallback
+	s       *Server
+	cs      *conn
+	bufs    []*bytebufferpool.ByteBuffer
+	vrs     []bridge.VectoredResponse // owners of spliced blocks
+	iov     [][]byte
+	bytes   int
+	replies int
+	cb      gnet.AsyncCallback
 }
 
-func (wb *writeBatch) add(b *bytebufferpool.ByteBuffer) {
-	wb.bufs = append(wb.bufs, b)
-	wb.iov = append(wb.iov, b.B)
-	wb.bytes += len(b.B)
+// add takes over rep: its buffer, with the response's blocks spliced in.
+func (wb *writeBatch) add(rep *reply) {
+	b := rep.buf.B
+	wb.bufs = append(wb.bufs, rep.buf)
+	wb.bytes += len(b)
+	at := 0
+	for _, c := range rep.cuts() {
+		if c.At > at {
+			wb.iov = append(wb.iov, b[at:c.At])
+		}
+		wb.iov = append(wb.iov, c.Data)
+		wb.bytes += len(c.Data)
+		at = c.At
+	}
+	if at < len(b) {
+		wb.iov = append(wb.iov, b[at:])
+	}
+	if rep.vr != nil {
+		wb.vrs = append(wb.vrs, rep.vr)
+	}
+	wb.replies++
+	*rep = reply{}
 }
 
-// release returns the buffers and the batch to their pools.
+// release returns the buffers, the blocks and the batch to their pools.
 func (wb *writeBatch) release() {
 	for i, b := range wb.bufs {
 		wb.s.outPool.Put(b)
 		wb.bufs[i] = nil
-		wb.iov[i] = nil
 	}
-	wb.bufs, wb.iov, wb.bytes, wb.cs = wb.bufs[:0], wb.iov[:0], 0, nil
+	for i, vr := range wb.vrs {
+		vr.Release()
+		wb.vrs[i] = nil
+	}
+	clear(wb.iov)
+	wb.bufs, wb.vrs, wb.iov, wb.bytes, wb.replies, wb.cs = wb.bufs[:0], wb.vrs[:0], wb.iov[:0], 0, 0, nil
 	wb.s.batchPool.Put(wb)
 }
 
@@ -224,7 +305,7 @@ func (wb *writeBatch) release() {
 // loop once the bytes are on the socket or in gnet's outbound buffer (or
 // the connection is gone), and must not block.
 func (wb *writeBatch) written(_ gnet.Conn, err error) error {
-	s, cs, n, bytes := wb.s, wb.cs, len(wb.bufs), wb.bytes
+	s, cs, n, bytes := wb.s, wb.cs, wb.replies, wb.bytes
 	wb.release()
 	if err == nil {
 		s.metrics.BytesOut(bytes)

@@ -106,3 +106,36 @@ func takeFrame(in inbound, dst []byte) error {
 	}
 	return nil
 }
+
+// fillPartial moves buffered input into dst, a frame body being assembled
+// that is size bytes long in the end, and reports whether it is complete.
+// dst grows with the bytes that actually arrived (geometrically, never past
+// size), so a size prefix claiming much more than was sent allocates
+// nothing ahead of the data.
+func fillPartial(in inbound, dst []byte, size int) ([]byte, bool, error) {
+	want := min(size-len(dst), in.InboundBuffered())
+	if want > 0 {
+		dst = growFrame(dst, want, size)
+		at := len(dst)
+		dst = dst[:at+want]
+		n, err := in.Read(dst[at:])
+		if n != want || (err != nil && want > 0) {
+			return dst[:at], false, ErrShortFrame
+		}
+	}
+	return dst, len(dst) == size, nil
+}
+
+// growFrame returns b with room for n more bytes: capacity at least
+// doubles (amortised appends) but never exceeds limit (limit >= len(b)+n).
+func growFrame(b []byte, n, limit int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
+	}
+	c := max(2*cap(b), need, 4096)
+	c = min(c, limit)
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
+}

@@ -247,3 +247,62 @@ func FuzzFrameSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestFillPartial assembles a frame larger than one read piece by piece,
+// with leftovers in the ring between reads, and checks that the buffer
+// grows with the data, not with the size prefix.
+func TestFillPartial(t *testing.T) {
+	body := make([]byte, 200_000)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	wire := frameOf(body)
+	var g gnetInbound
+	var dst []byte
+	started := false
+	for off := 0; off < len(wire); {
+		n := min(65536, len(wire)-off)
+		if off == 0 {
+			n = 3 // the size prefix itself arrives split
+		}
+		g.deliver(wire[off : off+n])
+		off += n
+		if !started {
+			if g.InboundBuffered() <= FrameHeaderSize {
+				g.endTraffic()
+				continue
+			}
+			size, ok, err := pendingFrame(&g, 1<<20)
+			if err != nil || ok || size != len(body) {
+				t.Fatalf("pendingFrame = %d, %v, %v", size, ok, err)
+			}
+			if _, err := g.Discard(FrameHeaderSize); err != nil {
+				t.Fatal(err)
+			}
+			started = true
+		}
+		var done bool
+		var err error
+		dst, done, err = fillPartial(&g, dst, len(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(dst) > 2*max(len(dst), 4096) {
+			t.Fatalf("capacity %d for %d bytes received", cap(dst), len(dst))
+		}
+		if done != (off == len(wire)) {
+			t.Fatalf("done = %v at %d of %d", done, off, len(wire))
+		}
+		g.endTraffic()
+	}
+	if !bytes.Equal(dst, body) {
+		t.Fatal("assembled frame differs")
+	}
+	// A huge claim with a few bytes behind it allocates for the bytes.
+	var h gnetInbound
+	h.deliver([]byte("0123456789"))
+	got, done, err := fillPartial(&h, nil, 100<<20)
+	if err != nil || done || len(got) != 10 || cap(got) > 4096 {
+		t.Fatalf("fillPartial on a 100 MiB claim: len %d cap %d done %v err %v", len(got), cap(got), done, err)
+	}
+}

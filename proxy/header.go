@@ -131,6 +131,18 @@ func finishFrame(b []byte, start int) bool {
 	return true
 }
 
+// finishFrameSized patches the size prefix at the start of b for a frame
+// whose body is b's bytes after the prefix plus extra bytes written from
+// elsewhere (spliced blocks).
+func finishFrameSized(b []byte, extra int) bool {
+	size := len(b) - FrameHeaderSize + extra
+	if len(b) < FrameHeaderSize || extra < 0 || uint64(size) > uint64(maxInt32) {
+		return false
+	}
+	binary.BigEndian.PutUint32(b, uint32(size))
+	return true
+}
+
 const (
 	apiVersionsKey int16 = 18
 	maxInt32             = 1<<31 - 1

@@ -71,6 +71,7 @@ type Server struct {
 	metrics Metrics
 
 	inPool    bytebufferpool.Pool // request frames
+	bigPool   bytebufferpool.Pool // request frames of bigFrame bytes or more
 	outPool   bytebufferpool.Pool // encoded replies
 	jobPool   sync.Pool           // *job
 	batchPool sync.Pool           // *writeBatch
@@ -336,6 +337,29 @@ func (s *Server) getBatch(cs *conn) *writeBatch {
 	return wb
 }
 
+// bigFrame is the size from which request frames have a pool of their own
+// (bigPool): large produce frames then get a buffer that has held one
+// before instead of growing a small one (the pools size what they hand out
+// from what comes back).
+const bigFrame = 64 << 10
+
+// getFrame returns a pooled buffer for a request frame of size bytes.
+func (s *Server) getFrame(size int) *bytebufferpool.ByteBuffer {
+	if size >= bigFrame {
+		return s.bigPool.Get()
+	}
+	return s.inPool.Get()
+}
+
+// putFrame returns a request frame buffer to the pool of its size.
+func (s *Server) putFrame(b *bytebufferpool.ByteBuffer) {
+	if cap(b.B) >= bigFrame {
+		s.bigPool.Put(b)
+		return
+	}
+	s.inPool.Put(b)
+}
+
 func (s *Server) getJob() *job {
 	j, _ := s.jobPool.Get().(*job)
 	if j == nil {
@@ -346,7 +370,7 @@ func (s *Server) getJob() *job {
 
 func (s *Server) putJob(j *job) {
 	if j.frame != nil {
-		s.inPool.Put(j.frame)
+		s.putFrame(j.frame)
 	}
 	*j = job{}
 	s.jobPool.Put(j)
@@ -410,14 +434,16 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	dropped := 0
 	for i := range cs.ring {
 		if sl := &cs.ring[i]; sl.ready {
-			if sl.buf != nil {
-				s.outPool.Put(sl.buf)
-			}
+			sl.rep.release(s)
 			*sl = slot{}
 			dropped++
 		}
 	}
 	cs.mu.Unlock()
+	if cs.partial != nil {
+		s.putFrame(cs.partial)
+		cs.partial, cs.partialSize = nil, 0
+	}
 	if cs.parked != nil {
 		// The parked job heads this connection's queue and will never run:
 		// release it and everything read behind it.
@@ -529,23 +555,58 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 		cs.mu.Unlock()
 
-		size, complete, err := pendingFrame(c, maxFrame)
-		if err != nil {
-			return s.refuseFrame(c, cs, err)
-		}
-		if !complete {
-			return gnet.None
-		}
-		buf := s.inPool.Get()
-		if cap(buf.B) < size {
-			buf.B = make([]byte, size)
+		var buf *bytebufferpool.ByteBuffer
+		var size int
+		if cs.partial != nil {
+			// Continue the frame being assembled.
+			b, complete, err := fillPartial(c, cs.partial.B, cs.partialSize)
+			cs.partial.B = b
+			if err != nil {
+				cs.fail(closeInfo{reason: CloseInternal, err: err})
+				return gnet.Close
+			}
+			if !complete {
+				return gnet.None
+			}
+			buf, size = cs.partial, cs.partialSize
+			cs.partial, cs.partialSize = nil, 0
 		} else {
-			buf.B = buf.B[:size]
-		}
-		if err := takeFrame(c, buf.B); err != nil {
-			s.inPool.Put(buf)
-			cs.fail(closeInfo{reason: CloseInternal, err: err})
-			return gnet.Close
+			var complete bool
+			var err error
+			size, complete, err = pendingFrame(c, maxFrame)
+			if err != nil {
+				return s.refuseFrame(c, cs, err)
+			}
+			if !complete {
+				if size > 0 && c.InboundBuffered() > FrameHeaderSize {
+					// The body has started to arrive: assemble it as
+					// it comes (one copy per piece, out of gnet's read
+					// buffer) rather than leave it to gnet's ring.
+					if _, err := c.Discard(FrameHeaderSize); err != nil {
+						cs.fail(closeInfo{reason: CloseInternal, err: ErrShortFrame})
+						return gnet.Close
+					}
+					cs.partial, cs.partialSize = s.getFrame(size), size
+					b, _, err := fillPartial(c, cs.partial.B[:0], size)
+					cs.partial.B = b
+					if err != nil {
+						cs.fail(closeInfo{reason: CloseInternal, err: err})
+						return gnet.Close
+					}
+				}
+				return gnet.None
+			}
+			buf = s.getFrame(size)
+			if cap(buf.B) < size {
+				buf.B = make([]byte, size)
+			} else {
+				buf.B = buf.B[:size]
+			}
+			if err := takeFrame(c, buf.B); err != nil {
+				s.putFrame(buf)
+				cs.fail(closeInfo{reason: CloseInternal, err: err})
+				return gnet.Close
+			}
 		}
 		consumed += FrameHeaderSize + size
 		if a := s.accept(cs, buf, now); a != gnet.None {
@@ -560,7 +621,11 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 // paused is where OnTraffic ends when it stops consuming input: gnet keeps
 // reading the socket into its buffer regardless, so bound that buffer.
 func (s *Server) paused(c gnet.Conn, cs *conn) gnet.Action {
-	if n := c.InboundBuffered(); n > s.cfg.Limits.MaxInboundBytes {
+	n := c.InboundBuffered()
+	if cs.partial != nil {
+		n += FrameHeaderSize + len(cs.partial.B) // taken off gnet's buffer already
+	}
+	if n > s.cfg.Limits.MaxInboundBytes {
 		cs.fail(closeInfo{reason: CloseInboundOverflow, size: int64(n), limit: int64(s.cfg.Limits.MaxInboundBytes)})
 		return gnet.Close
 	}
@@ -587,13 +652,13 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 	frame := buf.B
 	key, version, corrID, err := parseHeaderPrefix(frame)
 	if err != nil {
-		s.inPool.Put(buf)
+		s.putFrame(buf)
 		cs.fail(closeInfo{reason: CloseBadHeader, err: err, size: int64(len(frame)), limit: headerPrefixSize})
 		return gnet.Close
 	}
 	minV, maxV, known := s.d.Versions(key)
 	if !known || version < minV || version > maxV {
-		s.inPool.Put(buf)
+		s.putFrame(buf)
 		if known && key == apiVersionsKey {
 			s.answerUnsupportedApiVersions(cs, corrID, version, minV, maxV, now)
 			return gnet.None
@@ -607,14 +672,14 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		s.inPool.Put(buf)
+		s.putFrame(buf)
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, errUnknownKey))
 		return gnet.Close
 	}
 	req.SetVersion(version)
 	clientID, null, bodyOff, err := parseHeaderRest(frame, req.IsFlexible())
 	if err != nil {
-		s.inPool.Put(buf)
+		s.putFrame(buf)
 		cs.fail(reqClose(CloseBadHeader, key, version, corrID, err))
 		return gnet.Close
 	}
@@ -675,7 +740,7 @@ func (s *Server) answerUnsupportedApiVersions(cs *conn, corrID int32, version, m
 	s.log.Debug().Uint64("conn_id", cs.id).Int16("api_key", apiVersionsKey).Int16("api_version", version).
 		Int32("corr_id", corrID).Msg("api versions: unsupported version, answering v0 with UNSUPPORTED_VERSION")
 	s.metrics.Request(apiVersionsKey, version, time.Since(now), OutcomeUnsupportedVersion)
-	cs.complete(seq, out)
+	cs.complete(seq, reply{buf: out})
 }
 
 // serve runs a connection's requests on a worker, one after the other in
@@ -703,18 +768,18 @@ func (s *Server) serveOne(j *job) {
 	seq := j.seq
 	if cs.ctx.Err() != nil { // connection already gone
 		s.putJob(j)
-		cs.complete(seq, nil)
+		cs.complete(seq, reply{})
 		return
 	}
 	if err := rq.Msg.ReadFrom(j.frame.B[j.bodyOff:]); err != nil {
 		s.metrics.Request(rq.Key, rq.Version, time.Since(rq.Received), OutcomeDecodeError)
 		cs.closeWith(reqClose(CloseDecodeError, rq.Key, rq.Version, rq.CorrID, err))
 		s.putJob(j)
-		cs.complete(seq, nil)
+		cs.complete(seq, reply{})
 		return
 	}
 	resp, err := s.dispatch(cs, rq)
-	var out *bytebufferpool.ByteBuffer
+	var out reply
 	if err == nil && resp != nil {
 		out, err = s.encode(rq, resp)
 	}
@@ -729,11 +794,11 @@ func (s *Server) serveOne(j *job) {
 			cs.closeWith(reqClose(CloseHandlerError, rq.Key, rq.Version, rq.CorrID, err))
 		}
 		s.putJob(j)
-		cs.complete(seq, nil)
+		cs.complete(seq, reply{})
 		return
 	}
 	outcome := OutcomeOK
-	if out == nil {
+	if out.buf == nil {
 		outcome = OutcomeNoResponse
 	}
 	latency := time.Since(rq.Received)
@@ -756,23 +821,39 @@ func (s *Server) dispatch(cs *conn, rq *bridge.Request) (resp kmsg.Response, err
 	return s.d.Dispatch(cs.ctx, rq)
 }
 
-// encode writes the framed response: size, header, body.
-func (s *Server) encode(rq *bridge.Request, resp kmsg.Response) (*bytebufferpool.ByteBuffer, error) {
-	if resp.Key() != rq.Key {
-		return nil, fmt.Errorf("response key %d for request key %d", resp.Key(), rq.Key)
-	}
-	if v := resp.GetVersion(); v != rq.Version && (rq.Key != apiVersionsKey || v != 0) {
-		return nil, fmt.Errorf("response version %d for request version %d", v, rq.Version)
+// encode writes the framed response: size, header, body. A
+// bridge.VectoredResponse keeps its large blocks out of the buffer; they
+// are spliced in when the reply is written.
+func (s *Server) encode(rq *bridge.Request, resp kmsg.Response) (reply, error) {
+	vr, vectored := resp.(bridge.VectoredResponse)
+	if resp.Key() != rq.Key || resp.GetVersion() != rq.Version && (rq.Key != apiVersionsKey || resp.GetVersion() != 0) {
+		if vectored {
+			vr.Release()
+		}
+		if resp.Key() != rq.Key {
+			return reply{}, fmt.Errorf("response key %d for request key %d", resp.Key(), rq.Key)
+		}
+		return reply{}, fmt.Errorf("response version %d for request version %d", resp.GetVersion(), rq.Version)
 	}
 	out := s.outPool.Get()
 	b := appendResponseHeader(out.B[:0], rq.CorrID, rq.Msg.IsFlexible(), rq.Key)
-	b = resp.AppendTo(b)
-	out.B = b
-	if !finishFrame(b, 0) {
-		s.outPool.Put(out)
-		return nil, fmt.Errorf("response of %d bytes exceeds the int32 frame size", len(b))
+	rep := reply{buf: out}
+	if vectored {
+		b = vr.AppendVectored(b, maxCuts)
+		rep.vr = vr
+	} else {
+		b = resp.AppendTo(b)
 	}
-	return out, nil
+	out.B = b
+	extra := 0
+	for _, c := range rep.cuts() {
+		extra += len(c.Data)
+	}
+	if !finishFrameSized(b, extra) {
+		rep.release(s)
+		return reply{}, fmt.Errorf("response of %d bytes exceeds the int32 frame size", len(b)+extra)
+	}
+	return rep, nil
 }
 
 // OnTick closes idle connections and wakes those paused on unsent output.

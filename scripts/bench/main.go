@@ -128,6 +128,7 @@ func benchMain(args []string) int {
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
+	profDir := fs.String("profile", "", "start the sidecar with admin.pprof and save CPU and allocation profiles of its produce, consume and latency runs in this directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -188,6 +189,17 @@ func benchMain(args []string) int {
 			return 2
 		}
 		b.bin = abs
+	}
+	if *profDir != "" {
+		abs, err := filepath.Abs(*profDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		b.profDir = abs
 	}
 	b.deadline = b.started.Add(p.Budget)
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -270,6 +282,7 @@ type bench struct {
 	bin      string // kafka-iggy
 	self     string // this binary
 	rustBin  string
+	profDir  string // -profile: where the sidecar's profiles go
 	pool     [][]byte
 	poolHash string
 	lz4      float64
@@ -295,7 +308,8 @@ type server struct {
 	proc       *proc // nil for Kafka (started by its script)
 	pid        int   // the process measured
 	metricsURL string
-	iggyPath   bool // requests go on to the embedded Iggy server
+	pprofURL   string // the sidecar's /debug/pprof with -profile, else ""
+	iggyPath   bool   // requests go on to the embedded Iggy server
 	settings   map[string]string
 }
 
@@ -484,6 +498,9 @@ func (b *bench) sidecarSettings(listen, admin string, extra map[string]string) m
 		"log.level":              "warn",
 		"producer.instance_id":   "1",
 	}
+	if b.profDir != "" {
+		s["admin.pprof"] = "true"
+	}
 	for k, v := range extra {
 		s[k] = v
 	}
@@ -534,6 +551,9 @@ func (b *bench) startServe(settings map[string]string) (*server, error) {
 	}
 	s := &server{name: tSidecar, addr: addr, port: kport, proc: p, pid: p.PID(), iggyPath: true,
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", aport), settings: settings}
+	if b.profDir != "" {
+		s.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", aport)
+	}
 	b.waitSessions(s)
 	b.logf("sidecar (kafka-iggy serve) on %s (pid %d) %v", addr, p.PID(), settings)
 	return s, nil

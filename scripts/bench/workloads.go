@@ -269,10 +269,12 @@ func (b *bench) runProduce(t string, v produceVariant, keep bool) (kept, bool) {
 		r.Error = err.Error()
 		return kept{}, false
 	}
+	endProfile := b.profileRun(t, "produce "+v.name, b.plan.Dur)
 	res, err := kafkaProduce(b.ctx, produceSpec{
 		bootstrap: b.targets[t].addr, topic: topic, acks: v.acks, codec: v.codec,
 		linger: 5 * time.Millisecond, records: b.plan.Records, dur: b.plan.Dur,
 	}, b.pool, b.meterFor(t))
+	endProfile()
 	*r = mergeResult(r, res)
 	if err != nil {
 		r.Error = err.Error()
@@ -337,7 +339,9 @@ func (b *bench) runConsume(t string, k kept) {
 			pollCount: b.plan.PollCount, dur: b.plan.ConsumeDur}, b.poolHash, b.meterFor(t))
 		res.Expected = k.records
 	default:
+		endProfile := b.profileRun(t, "consume", b.plan.ConsumeDur)
 		res, err = kafkaConsume(b.ctx, b.targets[t].addr, k.topic, k.records, b.plan.ConsumeDur, b.meterFor(t))
+		endProfile()
 	}
 	*r = mergeResult(r, res)
 	if err != nil {
@@ -369,7 +373,12 @@ func (b *bench) runLatency(t string, records int, dur time.Duration, workload, v
 			partitions: b.plan.Partitions, conns: 1, batch: 1, records: records, warmup: b.plan.Warmup,
 			pollCount: b.plan.PollCount, dur: dur}, b.poolHash, b.meterFor(t))
 	default:
+		endProfile := func() {}
+		if workload == wLatency {
+			endProfile = b.profileRun(t, "latency", dur)
+		}
 		res, _, err = kafkaLatency(b.ctx, b.targets[t].addr, topic, b.pool, records, b.plan.Warmup, dur, b.meterFor(t))
+		endProfile()
 	}
 	*r = mergeResult(r, res)
 	if err != nil {
