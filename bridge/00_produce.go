@@ -3,6 +3,9 @@ package bridge
 // Produce: v0-v13
 //
 // Behavior:
+//   - A received Produce is written even when its connection closes first
+//     (API.Completes), as Kafka does: an acks=0 producer that writes and
+//     closes at once loses nothing.
 //   - Size: from v3 a partition's record batch larger than the topic's
 //     max.message.bytes (else topics.max_message_bytes, Kafka's
 //     message.max.bytes) is refused with MESSAGE_TOO_LARGE before it is
@@ -101,7 +104,7 @@ var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
 
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b, ids: newTopicIDIndex(b)}
-	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle}
+	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true}
 }
 
 // produceSend is one partition's mapped messages waiting to be sent.

@@ -88,7 +88,7 @@ type offsetCommitter struct {
 
 func (b *Bridge) offsetCommitAPI() API {
 	c := &offsetCommitter{b: b, ids: newTopicIDIndex(b)}
-	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle}
+	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle, Completes: true}
 }
 
 // commitWrite is one partition to write.

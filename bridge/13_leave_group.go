@@ -26,7 +26,7 @@ import (
 )
 
 func (b *Bridge) leaveGroupAPI() API {
-	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup}
+	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup, Completes: true}
 }
 
 func (b *Bridge) handleLeaveGroup(_ context.Context, rq *Request) (kmsg.Response, error) {

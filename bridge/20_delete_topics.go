@@ -39,7 +39,7 @@ import (
 )
 
 func (b *Bridge) deleteTopicsAPI() API {
-	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics}
+	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics, Completes: true}
 }
 
 func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {

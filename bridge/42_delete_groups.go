@@ -32,7 +32,7 @@ import (
 )
 
 func (b *Bridge) deleteGroupsAPI() API {
-	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups}
+	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups, Completes: true}
 }
 
 func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {

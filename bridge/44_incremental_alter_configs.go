@@ -33,7 +33,7 @@ import (
 )
 
 func (b *Bridge) incrementalAlterConfigsAPI() API {
-	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs}
+	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs, Completes: true}
 }
 
 func (b *Bridge) handleIncrementalAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {

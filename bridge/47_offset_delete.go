@@ -33,7 +33,7 @@ import (
 )
 
 func (b *Bridge) offsetDeleteAPI() API {
-	return API{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, Handle: b.handleOffsetDelete}
+	return API{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, Handle: b.handleOffsetDelete, Completes: true}
 }
 
 // offsetDeletion is one partition whose key is deleted.

@@ -41,6 +41,15 @@ type API struct {
 	MinVersion, MaxVersion int16
 	// Handle serves a request whose version is inside the range.
 	Handle HandlerFunc
+	// Completes marks a request with effects (a write, a commit, an admin
+	// change) that runs to its end once received, even when its
+	// connection closes first, as Kafka's request handlers do: its
+	// handler gets a context the close does not cancel (the Iggy client's
+	// own deadlines still bound it), and the front door runs it even when
+	// it was queued behind the close. An acks=0 producer that closes right
+	// after writing loses nothing. Reads and group membership requests
+	// stop with their connection.
+	Completes bool
 }
 
 // numKeys is the size of the dispatch array: every key kmsg knows.
@@ -149,6 +158,13 @@ func (t *Table) Versions(key int16) (minVersion, maxVersion int16, ok bool) {
 	return a.MinVersion, a.MaxVersion, true
 }
 
+// Completes reports whether a received request of key runs to its end even
+// when its connection closes first (API.Completes).
+func (t *Table) Completes(key int16) bool {
+	a, ok := t.Lookup(key)
+	return ok && a.Completes
+}
+
 // Lookup returns the row for key. The pointer refers into the Table; do not
 // modify what it points to.
 func (t *Table) Lookup(key int16) (*API, bool) {
@@ -183,6 +199,9 @@ func (t *Table) Dispatch(ctx context.Context, rq *Request) (kmsg.Response, error
 	if rq.Msg.Key() != rq.Key || rq.Msg.GetVersion() != rq.Version {
 		return nil, fmt.Errorf("%s v%d: body is key %d v%d: %w",
 			a.Name, rq.Version, rq.Msg.Key(), rq.Msg.GetVersion(), ErrBadRequest)
+	}
+	if a.Completes {
+		ctx = context.WithoutCancel(ctx)
 	}
 	resp, err := a.Handle(ctx, rq)
 	if err != nil {

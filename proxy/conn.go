@@ -99,6 +99,9 @@ type conn struct {
 	// fillPartial).
 	partial     *bytebufferpool.ByteBuffer
 	partialSize int
+	// closing: the client closed the connection and takeLeftovers is
+	// queueing the requests left in its input. Event-loop only.
+	closing bool
 
 	// guarded by s.pool.mu
 	waitingPool bool

@@ -29,6 +29,9 @@ import (
 type Dispatcher interface {
 	Versions(key int16) (minVersion, maxVersion int16, ok bool)
 	Dispatch(ctx context.Context, rq *bridge.Request) (kmsg.Response, error)
+	// Completes reports whether a received request of key runs even when
+	// its connection closed before it started (bridge.API.Completes).
+	Completes(key int16) bool
 }
 
 var _ Dispatcher = (*bridge.Table)(nil)
@@ -428,6 +431,7 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	if !ok {
 		return gnet.None
 	}
+	finishing := s.takeLeftovers(c, cs, err)
 	cs.mu.Lock()
 	cs.flags.set(flagClosed)
 	why := cs.why
@@ -443,6 +447,14 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	if cs.partial != nil {
 		s.putFrame(cs.partial)
 		cs.partial, cs.partialSize = nil, 0
+	}
+	if cs.parked != nil && finishing {
+		// The parked job heads this connection's queue: run it, and what
+		// is queued behind it, off the pool (serveOne skips all but the
+		// requests that complete once received).
+		j := cs.parked
+		cs.parked = nil
+		go s.serve(j)
 	}
 	if cs.parked != nil {
 		// The parked job heads this connection's queue and will never run:
@@ -481,6 +493,56 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	s.metrics.ConnClosed(why.reason)
 	s.logClose(cs, why, err)
 	return gnet.None
+}
+
+// takeLeftovers runs when the client closed its connection: the complete
+// requests still in the connection's input whose API completes once
+// received (bridge.API.Completes: produce, commits, admin changes) are
+// queued to run, in order, as Kafka runs what it read before a close (an
+// acks=0 producer writes and closes at once). Others are dropped unread.
+// It reports whether the connection's queued requests should still run;
+// not on shutdown, and not after a close the front door decided.
+func (s *Server) takeLeftovers(c gnet.Conn, cs *conn, err error) bool {
+	cs.mu.Lock()
+	decided := cs.why.reason != CloseUnknown
+	cs.mu.Unlock()
+	if decided || s.stopping.Load() || s.draining.Load() || (err != nil && !errors.Is(err, io.EOF)) {
+		return false
+	}
+	cs.closing = true
+	if cs.partial != nil {
+		return true // an incomplete frame: nothing complete behind it
+	}
+	now := time.Now()
+	for {
+		size, complete, ferr := pendingFrame(c, s.cfg.Limits.MaxFrameBytes)
+		if ferr != nil || !complete || size < 2 {
+			return true
+		}
+		hdr, perr := c.Peek(FrameHeaderSize + 2)
+		if perr != nil {
+			return true
+		}
+		if !s.d.Completes(int16(binary.BigEndian.Uint16(hdr[FrameHeaderSize:]))) {
+			if _, derr := c.Discard(FrameHeaderSize + size); derr != nil {
+				return true
+			}
+			continue
+		}
+		buf := s.getFrame(size)
+		if cap(buf.B) < size {
+			buf.B = make([]byte, size)
+		} else {
+			buf.B = buf.B[:size]
+		}
+		if terr := takeFrame(c, buf.B); terr != nil {
+			s.putFrame(buf)
+			return true
+		}
+		if s.accept(cs, buf, now) != gnet.None {
+			return true
+		}
+	}
 }
 
 // logClose writes the one log line of a closed connection.
@@ -710,6 +772,12 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 	}
 	cs.running = true
 	cs.mu.Unlock()
+	if cs.closing {
+		// Taken from the input of a closed connection (takeLeftovers):
+		// OnTraffic will not run again to resume a parked job.
+		go s.serve(j)
+		return gnet.None
+	}
 	if !s.pool.submit(j, cs) {
 		cs.parked = j
 	}
@@ -766,7 +834,7 @@ func (s *Server) serve(j *job) {
 func (s *Server) serveOne(j *job) {
 	cs, rq := j.cs, &j.rq
 	seq := j.seq
-	if cs.ctx.Err() != nil { // connection already gone
+	if cs.ctx.Err() != nil && !s.d.Completes(rq.Key) { // connection already gone
 		s.putJob(j)
 		cs.complete(seq, reply{})
 		return
