@@ -26,6 +26,9 @@ package bridge
 //     makes progress). Polls ask Iggy for as many messages as the remaining
 //     bytes should hold (from the average message size seen, or the topic's
 //     bytes per message), and poll again while the budget is not used up.
+//   - __consumer_offsets (internaltopics.go) reads as an empty partition
+//     0 (offsets 0; a fetch offset beyond 0 is OFFSET_OUT_OF_RANGE), with
+//     no Iggy read.
 //   - Long poll: the response goes out at once when it holds at least
 //     MinBytes of records, when any partition has an error, or when
 //     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
@@ -148,6 +151,7 @@ type fetchPart struct {
 	offset    int64
 	maxBytes  int
 	code      int16 // resolution failure, fixed for the request
+	internal  bool  // __consumer_offsets: an empty partition, no Iggy read
 	start     int   // record bytes in the response buffer: [start, end)
 	end       int
 }
@@ -440,7 +444,10 @@ func (f *fetcher) moved(ctx context.Context, parts []fetchPart) bool {
 	var info *iggy.TopicInfo
 	for i := range parts {
 		p := &parts[i]
-		if i == 0 || p.info != parts[i-1].info {
+		if p.internal {
+			continue // never moves
+		}
+		if info == nil || p.info != parts[i-1].info {
 			var err error
 			if info, err = f.b.iggy.RefreshTopic(ctx, p.info.Ref); err != nil {
 				return true
@@ -493,7 +500,10 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 				offset: t.Partitions[j].FetchOffset, maxBytes: int(max(t.Partitions[j].PartitionMaxBytes, 0)),
 				code: code,
 			}
-			if p.code == 0 {
+			switch {
+			case p.code == 0 && isInternalTopic(name) && info == nil:
+				p.internal = true
+			case p.code == 0:
 				p.code, p.info = checkPartition(ctx, f.b, info, p.partition)
 			}
 			parts = append(parts, p)
@@ -506,6 +516,9 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 // from v13. Fetch never creates topics.
 func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequestTopic) (string, *iggy.TopicInfo, int16) {
 	if rq.Version >= 13 {
+		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
+			return consumerOffsetsTopic, nil, 0
+		}
 		name, info, err := f.ids.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, f.b, rq, err, name, "fetch: topic id lookup failed")
@@ -517,6 +530,9 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 	}
 	if validTopicName(t.Topic) != nil {
 		return "", nil, kerr.UnknownTopicOrPartition.Code
+	}
+	if isInternalTopic(t.Topic) {
+		return t.Topic, nil, 0
 	}
 	info, err := f.b.lookupTopic(ctx, t.Topic)
 	if err != nil {
@@ -538,6 +554,20 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		if p.code != 0 {
 			setFetchError(rp, p.code)
 			failed = true
+			continue
+		}
+		if p.internal {
+			// internaltopics.go: partition 0, always empty.
+			switch {
+			case p.partition != 0:
+				setFetchError(rp, kerr.UnknownTopicOrPartition.Code)
+				failed = true
+			case p.offset != 0:
+				setFetchError(rp, kerr.OffsetOutOfRange.Code)
+				failed = true
+			default:
+				rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, 0, 0, 0
+			}
 			continue
 		}
 		limit := max(min(p.maxBytes, respMax-len(buf.B)), 0)

@@ -74,6 +74,39 @@ func TestConsumerOffsetsIsInternal(t *testing.T) {
 		}
 	}
 
+	// A consumer assigned to it reads nothing and does not fail.
+	c := s.kgoClient(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"__consumer_offsets": {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	fctx, fcancel := context.WithTimeout(context.Background(), time.Second)
+	fs := c.PollFetches(fctx)
+	fcancel()
+	if n := fs.NumRecords(); n != 0 {
+		t.Errorf("fetched %d records from __consumer_offsets", n)
+	}
+	fs.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("fetch %s/%d: %v", topic, p, err)
+		}
+	})
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.MaxWaitMillis, fetch.MinBytes, fetch.MaxBytes = 0, 1, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "__consumer_offsets"
+	for _, fp := range []struct {
+		partition int32
+		offset    int64
+	}{{0, 0}, {0, 5}, {1, 0}} {
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition, p.FetchOffset, p.PartitionMaxBytes = fp.partition, fp.offset, 1<<20
+		ft.Partitions = append(ft.Partitions, p)
+	}
+	fetch.Topics = append(fetch.Topics, ft)
+	fresp := dialRaw(t, s.Addr).do(fetch, 12).(*kmsg.FetchResponse)
+	if ps := fresp.Topics[0].Partitions; len(ps) != 3 || ps[0].ErrorCode != 0 || ps[0].HighWatermark != 0 || len(ps[0].RecordBatches) != 0 ||
+		ps[1].ErrorCode != kerr.OffsetOutOfRange.Code || ps[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("raw fetch: %+v", ps)
+	}
+
 	// Nothing reached Iggy.
 	if _, err := s.Client.GetTopic(ctx, iggy.TopicRef{Stream: "kafka", Topic: "__consumer_offsets"}); err == nil {
 		t.Error("an Iggy topic __consumer_offsets exists")
