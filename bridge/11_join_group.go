@@ -25,6 +25,8 @@ package bridge
 //   - If the client connection closes while the request is parked, it
 //     answers COORDINATOR_NOT_AVAILABLE (nobody reads it); the member stays
 //     in the group as Kafka keeps it.
+//   - When the instance shuts down (Bridge.Drain) a parked request answers
+//     NOT_COORDINATOR at once, as a resigning Kafka coordinator does.
 //
 // Version notes: v1 RebalanceTimeoutMillis (v0 uses the session timeout);
 // v2 ThrottleMillis; v4 a new dynamic member first gets MEMBER_ID_REQUIRED
@@ -94,6 +96,8 @@ func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Respons
 	case r = <-reply:
 	case <-ctx.Done():
 		r = joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: req.MemberID, generation: -1}
+	case <-b.draining:
+		r = joinResult{code: kerr.NotCoordinator.Code, memberID: req.MemberID, generation: -1}
 	}
 
 	resp.ErrorCode = r.code

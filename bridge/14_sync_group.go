@@ -15,6 +15,8 @@ package bridge
 //     while parked): REBALANCE_IN_PROGRESS.
 //   - If the client connection closes while the request is parked, it
 //     answers COORDINATOR_NOT_AVAILABLE (nobody reads it).
+//   - When the instance shuts down (Bridge.Drain) a parked request answers
+//     NOT_COORDINATOR at once, as a resigning Kafka coordinator does.
 //
 // Version notes: v1 ThrottleMillis; v3 InstanceID (KIP-345); v4 flexible;
 // v5 ProtocolType and Protocol: when sent they must equal the group's
@@ -61,6 +63,8 @@ func (b *Bridge) handleSyncGroup(ctx context.Context, rq *Request) (kmsg.Respons
 	case r = <-reply:
 	case <-ctx.Done():
 		r = syncResult{code: kerr.CoordinatorNotAvailable.Code}
+	case <-b.draining:
+		r = syncResult{code: kerr.NotCoordinator.Code}
 	}
 
 	resp.ErrorCode = r.code

@@ -49,6 +49,9 @@ type Bridge struct {
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed by Drain
 }
 
 // New builds a Bridge and its API table.
@@ -60,10 +63,11 @@ func New(o Options) (*Bridge, error) {
 		return nil, errors.New("bridge: an Iggy client is required")
 	}
 	b := &Bridge{
-		cfg:    o.Config,
-		log:    o.Log,
-		iggy:   o.Client,
-		notify: newNotifier(),
+		cfg:      o.Config,
+		log:      o.Log,
+		iggy:     o.Client,
+		notify:   newNotifier(),
+		draining: make(chan struct{}),
 	}
 	broker := o.Broker
 	b.broker.Store(&broker)
@@ -124,6 +128,16 @@ func (b *Bridge) self() Broker { return *b.broker.Load() }
 
 // Table returns the dispatch table (it satisfies proxy.Dispatcher).
 func (b *Bridge) Table() *Table { return b.table }
+
+// Drain tells the bridge that this instance is going away: JoinGroup and
+// SyncGroup requests parked for a rebalance answer NOT_COORDINATOR at once
+// (and later ones without waiting), as a Kafka coordinator that resigns
+// answers them, so their members look for the coordinator again instead of
+// holding the front door's drain until their rebalance timeout. Call it
+// before draining the front door; safe to call more than once.
+func (b *Bridge) Drain() {
+	b.drainOnce.Do(func() { close(b.draining) })
+}
 
 // Ready reports whether at least one Iggy session is up.
 func (b *Bridge) Ready() bool { return b.iggy.Ready() }

@@ -393,3 +393,27 @@ func TestGroupsStaticRestartOverTheWire(t *testing.T) {
 		t.Errorf("leader heartbeat after the static member left: %d", code)
 	}
 }
+
+// A JoinGroup parked for a rebalance answers NOT_COORDINATOR as soon as the
+// instance drains, instead of holding the drain until its rebalance
+// timeout.
+func TestDrainAnswersParkedJoinGroup(t *testing.T) {
+	s := startStack(t, func(o *stackOpts) {
+		o.bridge.Groups.InitialRebalanceDelay = 0
+		o.bridge.Groups.MinSessionTimeout = 300 * time.Millisecond
+	})
+	first, second := dialRaw(t, s.Addr), dialRaw(t, s.Addr)
+	if r := first.do(grpJoinReq("drain-g", "", nil, 10*time.Second, "m"), 3).(*kmsg.JoinGroupResponse); r.ErrorCode != 0 {
+		t.Fatalf("first join: %+v", r)
+	}
+	// A second member makes the group rebalance: its JoinGroup parks until
+	// the first member rejoins, which it never does (rebalance timeout 5 s).
+	corr := second.send(grpJoinReq("drain-g", "", nil, 10*time.Second, "m"), 3)
+	s.Bridge.Drain()
+	jr := kmsg.NewPtrJoinGroupResponse()
+	jr.SetVersion(3)
+	second.read(jr, corr, 3*time.Second) // an answer well before the rebalance timeout
+	if jr.ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("parked JoinGroup after Drain: %v, want NOT_COORDINATOR", kerr.ErrorForCode(jr.ErrorCode))
+	}
+}

@@ -135,6 +135,9 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		t := time.NewTimer(d)
 		<-t.C
 	}
+	// Group requests parked for a rebalance answer NOT_COORDINATOR now, so
+	// they do not hold the drain until their rebalance timeout.
+	br.Drain()
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.Proxy.Limits.DrainTimeout)
 	defer cancel()
 	if err := px.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
