@@ -8,10 +8,15 @@ package bridge
 //     client host). A Stable group also shows its protocol and each
 //     member's metadata and assignment; other states show them empty, as
 //     Kafka does.
-//   - A group not known here is state "Dead" with no members (error 0), or
-//     GROUP_ID_NOT_FOUND with a message from v6 on. Groups live in memory:
-//     after a restart, or once an Empty group was forgotten, a group whose
-//     offsets are still in Iggy describes as not found.
+//   - A group not coordinated here whose committed offsets are in Iggy
+//     (after a restart, or once an Empty group was forgotten) is "Empty"
+//     with protocol type "" and no members, as Kafka describes a group it
+//     knows from its offsets alone; so kafka-consumer-groups --describe
+//     shows its offsets and lag. Finding them is the OffsetFetch scan of
+//     every topic (offsets.go); when Iggy cannot answer the group gets
+//     COORDINATOR_LOAD_IN_PROGRESS. A group with neither is state "Dead"
+//     with no members (error 0), or GROUP_ID_NOT_FOUND with a message from
+//     v6 on.
 //   - AuthorizedOperations (v3+, when asked): READ, DELETE and DESCRIBE,
 //     since the gateway has no ACLs; -2^31 when not asked.
 //
@@ -19,7 +24,8 @@ package bridge
 // (KIP-430); v4 InstanceID per member; v5 flexible; v6 ErrorMessage and
 // GROUP_ID_NOT_FOUND for unknown groups (KIP-1043).
 //
-// Iggy commands: none.
+// Iggy commands: for a group not coordinated here, those of the OffsetFetch
+// scan (GET_TOPICS, GET_TOPIC, GET_CONSUMER_OFFSET, GET_CONSUMER_GROUP).
 
 import (
 	"context"
@@ -32,7 +38,7 @@ func (b *Bridge) describeGroupsAPI() API {
 	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups}
 }
 
-func (b *Bridge) handleDescribeGroups(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
@@ -44,6 +50,18 @@ func (b *Bridge) handleDescribeGroups(_ context.Context, rq *Request) (kmsg.Resp
 			rg.AuthorizedOperations = groupAuthorizedOperations
 		}
 		d, ok := b.groups.describe(id)
+		if !ok && validGroupID(id) {
+			switch stored, _, err := b.offsets.scan(ctx, id); {
+			case err != nil:
+				b.log.Warn().Err(err).Str("group_id", id).Uint32("iggy_code", iggyCode(err)).Msg("describe groups: reading committed offsets failed")
+				rg.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+				continue
+			case len(stored) > 0:
+				rg.State = groupEmpty.String()
+				rg.Members = []kmsg.DescribeGroupsResponseGroupMember{}
+				continue
+			}
+		}
 		if !ok {
 			rg.State = groupDead.String()
 			if rq.Version >= 6 {

@@ -1,11 +1,13 @@
 package bridge_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -126,6 +128,20 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 			}
 			if o, ok := got.Lookup("durable", 0); !ok || o.Err != nil || o.At != 8 {
 				t.Fatalf("after restart: %+v %v", o, ok)
+			}
+			// The new sidecar never coordinated the group, but knows it
+			// from its offsets: Empty, as Kafka describes it after a
+			// restart (kafka-consumer-groups --describe shows its lag).
+			adm := kadm.NewClient(s.kgoClient(t))
+			dg, err := adm.DescribeGroups(offCtx(t), "keepers", "never-seen")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := dg["keepers"]; g.Err != nil || g.State != "Empty" || len(g.Members) != 0 {
+				t.Errorf("describe keepers after restart: state %q err %v members %d", g.State, g.Err, len(g.Members))
+			}
+			if g := dg["never-seen"]; g.State != "Dead" && !errors.Is(g.Err, kerr.GroupIDNotFound) {
+				t.Errorf("describe never-seen: state %q err %v", g.State, g.Err)
 			}
 			produceN(t, s, "durable", 3)
 			checkResumed(t, groupConsume(t, s, "keepers", "durable", 3), 8)
