@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -104,6 +105,14 @@ type Config struct {
 	// the reference's 8-key catalog: both keys are refused with 4041 and
 	// appear nowhere. Default true.
 	SDKDurabilityOptions bool `koanf:"sdk_durability_options"`
+	// PprofAddr, when set, serves Go's profiler (net/http/pprof, under
+	// /debug/pprof/) of the process running the server on this loopback
+	// address, host:port with host 127.0.0.1, ::1 or localhost (port 0
+	// picks one, see Server.PprofAddr). It is for tuning: the profiles
+	// cover the whole process (in `kafka-iggy serve` the sidecar as well,
+	// where admin.pprof serves the same). Empty (the default) serves
+	// nothing. Default "".
+	PprofAddr string `koanf:"pprof_addr"`
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -159,7 +168,27 @@ func (c Config) Validate() error {
 	if c.ReplyCacheSize < 1 || c.ReplyCacheSize > 4096 {
 		bad("reply_cache_size", "must be 1..4096, got %d", c.ReplyCacheSize)
 	}
+	if c.PprofAddr != "" {
+		if err := loopbackAddr(c.PprofAddr); err != nil {
+			bad("pprof_addr", "%v", err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// loopbackAddr checks that addr is host:port on a loopback host.
+func loopbackAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: port must be 0..65535", addr)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%q is not a loopback address (use 127.0.0.1, ::1 or localhost)", addr)
+	}
+	return nil
 }
 
 // protocolOf maps the Protocol setting to the server's packed version.

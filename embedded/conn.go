@@ -39,6 +39,7 @@ type conn struct {
 	sess   *session            // bound session; guarded by Server.mu
 	groups map[*group]struct{} // groups joined through this connection; guarded by Server.mu
 	out    []byte              // reply body scratch, reused between requests (conn goroutine only)
+	took   bool                // the frame being served was kept by a partition log (conn goroutine only)
 }
 
 // session is a logged-in session. Guarded by Server.mu.
@@ -103,8 +104,9 @@ func (s *Server) serveConn(nc net.Conn) {
 func (c *conn) readLoop() closeReason {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf []byte
+	var largest int // the largest frame this connection has sent whole
 	for {
-		frame, err := iggy.ReadFrame(br, buf, c.s.cfg.MaxFrameBytes)
+		frame, err := c.nextFrame(br, buf, largest)
 		if err != nil {
 			switch {
 			case c.s.closed.Load():
@@ -117,15 +119,56 @@ func (c *conn) readLoop() closeReason {
 			c.log.Info().Err(err).Msg("invalid frame; dropping the connection")
 			return closeBadFrame
 		}
-		if cap(frame) <= keepReadBuf {
-			buf = frame[:0]
-		} else {
-			buf = nil
-		}
+		largest = max(largest, len(frame))
+		c.took = false
 		if !c.serveFrame(frame) {
 			return closeWrite
 		}
+		switch {
+		case c.took: // the frame is stored as it is: never reuse it
+			buf = nil
+		case cap(frame) <= keepReadBuf:
+			buf = frame[:0]
+		default:
+			buf = nil
+		}
 	}
+}
+
+// nextFrame reads the next frame into buf (grown as needed) and returns it.
+// A frame larger than buf that is at most twice the largest this
+// connection already sent whole (or keepReadBuf) gets a buffer of exactly
+// its size (readExact): growing one as the bytes arrive (iggy.ReadFrame)
+// copies it about twice over, and an exact buffer can be kept by a
+// partition log as it is (conn.took). A peer announcing a larger frame
+// still costs only what it sends, as iggy.ReadFrame grows the buffer with
+// the data.
+func (c *conn) nextFrame(br *bufio.Reader, buf []byte, largest int) ([]byte, error) {
+	if hdr, err := br.Peek(iggy.HeaderSize); err == nil {
+		if size, _, err := iggy.PeekFrame(hdr, c.s.cfg.MaxFrameBytes); err == nil &&
+			int(size) > cap(buf) && int(size) <= max(2*largest, keepReadBuf) {
+			return c.readExact(br, int(size))
+		}
+	}
+	return iggy.ReadFrame(br, buf, c.s.cfg.MaxFrameBytes)
+}
+
+// readExact reads the next frame, of the given size (already checked with
+// iggy.PeekFrame), into a new buffer of exactly that size: what br holds
+// is copied, the rest is read from the socket straight into the buffer
+// (br is then empty), sparing a copy through br's buffer.
+func (c *conn) readExact(br *bufio.Reader, size int) ([]byte, error) {
+	frame := make([]byte, size)
+	n, _ := br.Read(frame[:min(br.Buffered(), size)]) // from br's buffer only
+	if n < size {
+		if _, err := io.ReadFull(c.nc, frame[n:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return frame, nil
 }
 
 func isNetErr(err error) bool {

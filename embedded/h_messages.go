@@ -45,7 +45,7 @@ func (s *Server) sendMessages(c *conn, r *request) outcome {
 	if err != nil {
 		return s.malformed(batchStatus(err), "malformed batch: "+err.Error())
 	}
-	base, err := p.log.Append(req.Batch)
+	base, err := s.appendBatch(c, r, p, req.Batch)
 	if err != nil {
 		if errors.Is(err, plog.ErrClosed) { // deleted meanwhile
 			return statusOf(iggy.StatusResourceNotFound)
@@ -57,6 +57,22 @@ func (s *Server) sendMessages(c *conn, r *request) outcome {
 	return c.okBody(&iggy.SendMessagesResponse{Confirmations: []iggy.SendConfirmation{{
 		StreamID: streamID, TopicID: topicID, PartitionID: p.id, BaseOffset: base,
 	}}})
+}
+
+// appendBatch appends a checked batch to p's log. The batch is the tail of
+// the frame being served: when that frame's buffer holds nothing more (an
+// exact-size read buffer, see conn.readLoop), the log stamps it in place and
+// a memory-only log keeps it, sparing a copy of the batch; c.took then
+// tells the connection not to reuse the buffer. Otherwise the log copies.
+func (s *Server) appendBatch(c *conn, r *request, p *partition, batch []byte) (uint64, error) {
+	// The batch ends the body (it is decoded as the rest of it), so a body
+	// filling its buffer means the batch does too.
+	if cap(r.body) != len(r.body) || len(batch) == 0 || &batch[len(batch)-1] != &r.body[len(r.body)-1] {
+		return p.log.Append(batch)
+	}
+	base, owned, err := p.log.AppendOwned(batch)
+	c.took = owned
+	return base, err
 }
 
 // batchStatus maps a batch check failure to the code a debugging reply

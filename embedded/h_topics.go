@@ -280,7 +280,9 @@ func (s *Server) deleteSegments(c *conn, r *request) outcome {
 	if p == nil {
 		return truncate(resultErr(iggy.StatusPartitionNotFound))
 	}
+	size := p.log.State().SizeBytes
 	n, err := p.log.DeleteSegments(req.SegmentsCount)
+	s.dropped(size, p.log.State().SizeBytes)
 	if err != nil {
 		s.log.Error().Err(err).Uint32("partition_id", p.id).Msg("delete segments failed")
 	}

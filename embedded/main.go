@@ -19,7 +19,7 @@ import (
 // args are the subcommand's arguments; usage and flag errors go to stderr.
 //
 // Flags: --listen, --data-dir, --root-user, --root-password, plus
-// --reply-to-malformed and --external-groups (see Config).
+// --reply-to-malformed, --external-groups and --pprof-addr (see Config).
 func Main(args []string, log zerolog.Logger) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -38,6 +38,7 @@ func runMain(ctx context.Context, args []string, log zerolog.Logger, stderr io.W
 	fs.StringVar(&cfg.RootUsername, "root-user", cfg.RootUsername, "root user name at first start")
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "root user password at first start")
 	fs.BoolVar(&cfg.ReplyToMalformed, "reply-to-malformed", cfg.ReplyToMalformed, "answer requests the real server drops silently (debugging)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "serve net/http/pprof on this loopback host:port (off when empty)")
 	fs.BoolVar(&cfg.ExternalGroups, "external-groups", cfg.ExternalGroups, "enable consumer kind 3 (external groups, post-0.11 semantics)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -33,6 +33,7 @@ func TestRunMain(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--root-user", "ab"}, "embedded.root_username"},
 		{[]string{"--listen", "nohostport"}, "embedded.listen"},
+		{[]string{"--pprof-addr", "0.0.0.0:6060"}, "embedded.pprof_addr"},
 	} {
 		stderr.Reset()
 		if code := runMain(context.Background(), tc.args, testLogger(t), &stderr, nil); code != 2 || !strings.Contains(stderr.String(), tc.want) {

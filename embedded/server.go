@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,8 @@ type Server struct {
 	byOperation map[iggy.Operation]*handler // replicated and session operations
 
 	ln        net.Listener
+	pprofLn   net.Listener // Config.PprofAddr's listener, or nil
+	pprofSrv  *http.Server
 	started   atomic.Bool
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -41,6 +44,7 @@ type Server struct {
 	readBytes atomic.Uint64 // bytes served by polls
 	wrBytes   atomic.Uint64 // bytes appended by sends
 	cpu       cpuSampler
+	mem       *memRelease
 
 	// mu guards everything below (see the package documentation for the
 	// lock order).
@@ -66,6 +70,7 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 		log:          log.With().Str("component", "embedded_iggy").Logger(),
 		proto:        proto,
 		now:          time.Now,
+		mem:          newMemRelease(),
 		done:         make(chan struct{}),
 		conns:        make(map[uint32]*conn),
 		sessions:     make(map[wire.U128]*session),
@@ -97,11 +102,20 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("embedded: listen on %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
+	if err := s.startPprof(ctx); err != nil {
+		_ = ln.Close()
+		s.closeLogs()
+		return err
+	}
 	s.log.Info().Str("listen", ln.Addr().String()).Str("data_dir", s.cfg.DataDir).
 		Str("protocol", s.proto.String()).Msg("embedded Iggy server listening")
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.acceptLoop()
 	go s.background()
+	go func() {
+		defer s.wg.Done()
+		s.mem.loop(s.done)
+	}()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -131,6 +145,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
+		s.stopPprof()
 		var errs []error
 		if s.ln != nil {
 			if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

@@ -91,7 +91,9 @@ func (s *Server) removePartition(p *partition) error {
 	p.removed = true
 	p.offsets = map[offsetKey]uint64{}
 	p.omu.Unlock()
+	size := p.log.State().SizeBytes
 	err := p.log.Remove()
+	s.dropped(size, 0)
 	if dir := s.partitionDir(p.key); dir != "" {
 		if rerr := os.RemoveAll(dir); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
@@ -117,7 +119,9 @@ func (s *Server) removeTopicData(t *topic) {
 // purgePartition deletes a partition's messages and consumer offsets
 // (offsets restart at 0). Caller holds Server.mu.
 func (s *Server) purgePartition(p *partition) error {
+	size := p.log.State().SizeBytes
 	err := p.log.Purge()
+	s.dropped(size, p.log.State().SizeBytes)
 	p.omu.Lock()
 	p.offsets = map[offsetKey]uint64{}
 	err = errors.Join(err, s.saveOffsetsFile(p, p.topic.cfg.offsetsFsync))
@@ -137,7 +141,9 @@ func (s *Server) applyRetention() {
 	}
 	s.mu.Unlock()
 	for _, p := range parts {
+		size := p.log.State().SizeBytes
 		n, err := p.log.ApplyRetention()
+		s.dropped(size, p.log.State().SizeBytes)
 		if err != nil && !errors.Is(err, plog.ErrClosed) {
 			s.log.Error().Err(err).Uint32("partition_id", p.id).Msg("retention failed")
 		}

@@ -281,6 +281,9 @@ func (c Config) Validate() error {
 	}
 	if c.UseEmbedded() {
 		ports = append(ports, struct{ key, addr string }{"embedded.listen", c.Embedded.Server.Listen})
+		if c.Embedded.Server.PprofAddr != "" {
+			ports = append(ports, struct{ key, addr string }{"embedded.pprof_addr", c.Embedded.Server.PprofAddr})
+		}
 	}
 	for i := 1; i < len(ports); i++ {
 		for j := 0; j < i; j++ {

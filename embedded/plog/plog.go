@@ -239,30 +239,48 @@ func (l *Log) roll() error {
 // before it becomes visible to polls. It returns the base offset. The
 // caller keeps batch. Retention is not applied here: call ApplyRetention.
 func (l *Log) Append(batch []byte) (baseOffset uint64, err error) {
+	base, _, err := l.appendBatch(batch, false)
+	return base, err
+}
+
+// AppendOwned is Append for a batch the caller gives away: it is stamped
+// in place (no copy). A memory-only log keeps it as the stored record and
+// owned reports true: the caller must then neither change nor reuse batch's
+// backing array, which the log keeps alive whole (so pass a batch that
+// fills it). A file-backed log writes it and owned is false: the caller
+// may reuse batch (now stamped). On error owned is false and batch may be
+// stamped.
+func (l *Log) AppendOwned(batch []byte) (baseOffset uint64, owned bool, err error) {
+	return l.appendBatch(batch, true)
+}
+
+// appendBatch is Append, keeping batch itself in a memory-only log when
+// own is set.
+func (l *Log) appendBatch(batch []byte, own bool) (baseOffset uint64, owned bool, err error) {
 	if len(batch) < minBatchSize || len(batch) > MaxBatchSize ||
 		binary.LittleEndian.Uint64(batch[hdrLength:]) != uint64(len(batch)) {
-		return 0, ErrInvalidBatch
+		return 0, false, ErrInvalidBatch
 	}
 	count := binary.LittleEndian.Uint32(batch[hdrMessageCount:])
 	if count == 0 {
-		return 0, ErrInvalidBatch
+		return 0, false, ErrInvalidBatch
 	}
 
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {
-		return 0, ErrClosed
+		return 0, false, ErrClosed
 	}
 	active := l.segs[len(l.segs)-1]
 	if active.size >= l.segSize { // an earlier roll failed: retry it
 		if err := l.roll(); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		active = l.segs[len(l.segs)-1]
 	}
 	base := l.next
 	if base > math.MaxUint64-uint64(count) {
-		return 0, ErrOffsetOverflow
+		return 0, false, ErrOffsetOverflow
 	}
 	ts := l.opts.Now()
 	if ts <= l.lastTS && l.lastTS < math.MaxUint64 {
@@ -270,9 +288,12 @@ func (l *Log) Append(batch []byte) (baseOffset uint64, err error) {
 	}
 
 	var rec []byte
-	if active.f == nil {
+	switch {
+	case own:
+		rec, owned = batch, active.f == nil
+	case active.f == nil:
 		rec = append([]byte(nil), batch...)
-	} else {
+	default:
 		l.wbuf = append(l.wbuf[:0], batch...)
 		rec = l.wbuf
 	}
@@ -283,7 +304,7 @@ func (l *Log) Append(batch []byte) (baseOffset uint64, err error) {
 		e.data = rec
 	} else {
 		if err := l.write(active, rec); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if cap(l.wbuf) > maxKeptWriteBuf {
 			l.wbuf = nil
@@ -306,7 +327,7 @@ func (l *Log) Append(batch []byte) (baseOffset uint64, err error) {
 			l.log.Error().Err(err).Msg("cannot start a new segment")
 		}
 	}
-	return base, nil
+	return base, owned, nil
 }
 
 // write puts rec at the end of the active segment's file (and fsyncs it
