@@ -128,7 +128,7 @@ func benchMain(args []string) int {
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
-	profDir := fs.String("profile", "", "start the sidecar with admin.pprof and save CPU and allocation profiles of its produce, consume and latency runs in this directory")
+	profDir := fs.String("profile", "", "start the sidecar with admin.pprof and the embedded Iggy server with --pprof-addr and save CPU and allocation profiles of the sidecar's produce, consume and latency runs and of the Iggy server's produce runs (sidecar and direct-go) in this directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -308,7 +308,7 @@ type server struct {
 	proc       *proc // nil for Kafka (started by its script)
 	pid        int   // the process measured
 	metricsURL string
-	pprofURL   string // the sidecar's /debug/pprof with -profile, else ""
+	pprofURL   string // the server's /debug/pprof with -profile (sidecar, embedded Iggy), else ""
 	iggyPath   bool   // requests go on to the embedded Iggy server
 	settings   map[string]string
 }
@@ -460,7 +460,17 @@ func (b *bench) startEmbedded() error {
 		return err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(b.bin, "embedded-iggy", "--listen", addr)
+	args := []string{"embedded-iggy", "--listen", addr}
+	pprofURL := ""
+	if b.profDir != "" {
+		pport, err := freePort()
+		if err != nil {
+			return err
+		}
+		args = append(args, "--pprof-addr", fmt.Sprintf("127.0.0.1:%d", pport))
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pport)
+	}
+	cmd := exec.Command(b.bin, args...)
 	p, err := b.ps.start("embedded-iggy", cmd, filepath.Join(b.work, "embedded.log"))
 	if err != nil {
 		return err
@@ -470,7 +480,7 @@ func (b *bench) startEmbedded() error {
 	if err := waitTCP(ctx, addr, p); err != nil {
 		return fmt.Errorf("embedded Iggy server: %w\n%s", err, tail(p.Log, 2000))
 	}
-	b.embedded = &server{name: "embedded-iggy", addr: addr, port: port, proc: p, pid: p.PID()}
+	b.embedded = &server{name: "embedded-iggy", addr: addr, port: port, proc: p, pid: p.PID(), pprofURL: pprofURL}
 	b.logf("embedded Iggy server on %s (pid %d)", addr, p.PID())
 	return nil
 }

@@ -12,15 +12,20 @@ import (
 	"time"
 )
 
-// Profiles of the sidecar (-profile DIR): the sidecar starts with
-// admin.pprof, and every sidecar run of the produce, consume and latency
-// workloads saves, in DIR,
+// Profiles (-profile DIR): the sidecar starts with admin.pprof and the
+// embedded Iggy server with --pprof-addr. Every sidecar run of the produce,
+// consume and latency workloads saves, in DIR,
 //
-//	<run>.cpu.pprof         a CPU profile covering the run
-//	<run>.allocs.pprof      the allocation profile at the run's end
-//	<run>.allocs-base.pprof the allocation profile at its start
+//	<run>.cpu.pprof         a CPU profile of the sidecar covering the run
+//	<run>.allocs.pprof      the sidecar's allocation profile at the run's end
+//	<run>.allocs-base.pprof the same at its start
 //
-// so `go tool pprof -sample_index=alloc_space -base X.allocs-base.pprof
+// and every produce run on the Iggy path (the sidecar's and direct-go's)
+// saves the same three files of the embedded Iggy server, named
+// iggy-<target>-<run>.*, so that the server's cost per GB can be compared
+// between the sidecar's batches and the direct client's.
+//
+// `go tool pprof -sample_index=alloc_space -base X.allocs-base.pprof
 // X.allocs.pprof` shows what the run allocated. A CPU profile lasts a whole
 // number of seconds fixed at the start (net/http/pprof cannot be stopped
 // early), so the run's end waits for it: the next run never leaks into it.
@@ -34,17 +39,32 @@ func (b *bench) profileRun(t, name string, maxDur time.Duration) func() {
 	if b.profDir == "" || t != tSidecar || s == nil || s.pprofURL == "" {
 		return func() {}
 	}
-	base := filepath.Join(b.profDir, profileName(name))
-	if err := saveURL(b.ctx, s.pprofURL+"/allocs", base+".allocs-base.pprof"); err != nil {
+	return b.profile(s.pprofURL, name, profileName(name), maxDur)
+}
+
+// profileIggy starts profiling the embedded Iggy server for target t's run
+// named name, as profileRun does for the sidecar. It does nothing unless
+// -profile is set.
+func (b *bench) profileIggy(t, name string, maxDur time.Duration) func() {
+	if b.profDir == "" || b.embedded == nil || b.embedded.pprofURL == "" {
+		return func() {}
+	}
+	return b.profile(b.embedded.pprofURL, "Iggy "+t+" "+name, "iggy-"+t+"-"+profileName(name), maxDur)
+}
+
+// profile saves the profiles of the server at pprofURL under DIR/file.*.
+func (b *bench) profile(pprofURL, name, file string, maxDur time.Duration) func() {
+	base := filepath.Join(b.profDir, file)
+	if err := saveURL(b.ctx, pprofURL+"/allocs", base+".allocs-base.pprof"); err != nil {
 		b.logf("profile %s: %v", name, err)
 	}
 	secs := int(math.Ceil(maxDur.Seconds())) + 1
 	done := make(chan error, 1)
 	go func() {
-		done <- saveURL(b.ctx, fmt.Sprintf("%s/profile?seconds=%d", s.pprofURL, secs), base+".cpu.pprof")
+		done <- saveURL(b.ctx, fmt.Sprintf("%s/profile?seconds=%d", pprofURL, secs), base+".cpu.pprof")
 	}()
 	return func() {
-		if err := saveURL(b.ctx, s.pprofURL+"/allocs", base+".allocs.pprof"); err != nil {
+		if err := saveURL(b.ctx, pprofURL+"/allocs", base+".allocs.pprof"); err != nil {
 			b.logf("profile %s: %v", name, err)
 		}
 		if err := <-done; err != nil {

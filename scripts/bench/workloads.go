@@ -270,11 +270,16 @@ func (b *bench) runProduce(t string, v produceVariant, keep bool) (kept, bool) {
 		return kept{}, false
 	}
 	endProfile := b.profileRun(t, "produce "+v.name, b.plan.Dur)
+	endIggy := func() {}
+	if t == tSidecar {
+		endIggy = b.profileIggy(t, "produce "+v.name, b.plan.Dur)
+	}
 	res, err := kafkaProduce(b.ctx, produceSpec{
 		bootstrap: b.targets[t].addr, topic: topic, acks: v.acks, codec: v.codec,
 		linger: 5 * time.Millisecond, records: b.plan.Records, dur: b.plan.Dur,
 	}, b.pool, b.meterFor(t))
 	endProfile()
+	endIggy()
 	*r = mergeResult(r, res)
 	if err != nil {
 		r.Error = err.Error()
@@ -307,7 +312,9 @@ func (b *bench) runDirectProduce(t string) (kept, bool) {
 	var res Result
 	var err error
 	if t == tGo {
+		endIggy := b.profileIggy(t, "produce", b.plan.Dur)
 		res, err = directProduce(b.ctx, b.embedded.addr, topic, b.pool, b.plan.Partitions, b.plan.DirectConns, b.plan.Batch, b.plan.Records, b.plan.Dur, b.meterFor(t))
+		endIggy()
 	} else {
 		res, _, err = runRust(b.ctx, rustSpec{bin: b.rustBin, addr: b.embedded.addr, topic: topic, mode: "produce",
 			partitions: b.plan.Partitions, conns: b.plan.DirectConns, batch: b.plan.Batch, records: b.plan.Records,
