@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +141,55 @@ func TestReportRenders(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+}
+
+// The report's profile tables come from `go tool pprof -top` on the saved
+// CPU profiles: a real profile gives rows with the function names.
+func TestPprofTop(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "produce-acks1-none.cpu.pprof")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	var sink uint64
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
+		sink += busyWork(1 << 16)
+	}
+	pprof.StopCPUProfile()
+	_ = f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, total, err := pprofTop(ctx, file, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 || len(rows) > 5 || total == "?" {
+		t.Fatalf("rows %v, total %q (sink %d)", rows, total, sink)
+	}
+	var seen bool
+	for _, r := range rows {
+		seen = seen || strings.Contains(r[5], "busyWork")
+	}
+	if !seen {
+		t.Errorf("busyWork not among the top functions: %v", rows)
+	}
+
+	var out strings.Builder
+	b := &bench{profDir: filepath.Dir(file)}
+	b.writeProfiles(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
+	if !strings.Contains(out.String(), "## Where the CPU goes") || !strings.Contains(out.String(), "busyWork") {
+		t.Errorf("report section:\n%s", out.String())
+	}
+}
+
+//go:noinline
+func busyWork(n int) uint64 {
+	var h uint64 = 1469598103934665603
+	for i := range n {
+		h = (h ^ uint64(i)) * 1099511628211
+	}
+	return h
 }

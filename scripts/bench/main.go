@@ -128,7 +128,7 @@ func benchMain(args []string) int {
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
-	profDir := fs.String("profile", "", "start the sidecar with admin.pprof and the embedded Iggy server with --pprof-addr and save CPU and allocation profiles of the sidecar's produce, consume and latency runs and of the Iggy server's produce runs (sidecar and direct-go) in this directory")
+	profDir := fs.String("profile", "", "(default: the run's work directory in a full run, none with -smoke) start the sidecar with admin.pprof and the embedded Iggy server with --pprof-addr and save CPU and allocation profiles of the sidecar's produce, consume and latency runs and of the Iggy server's produce runs (sidecar and direct-go) in this directory")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -223,6 +223,15 @@ func benchMain(args []string) int {
 		return 1
 	}
 	b.work = work
+	if b.profDir == "" && !p.Smoke {
+		// A full run always profiles, into its work directory: the report
+		// shows where the CPU goes (writeProfiles).
+		b.profDir = filepath.Join(work, "prof")
+		if err := os.MkdirAll(b.profDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+	}
 	status := b.run()
 	if sigCtx.Err() != nil {
 		b.note("interrupted by a signal: the figures are incomplete")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -106,4 +107,92 @@ func saveURL(ctx context.Context, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// profileSections are the CPU profiles the report summarises, in order:
+// file stem (profileName of the run) and what it shows.
+var profileSections = []struct{ stem, what string }{
+	{"produce-acks1-none", "the sidecar, produce acks=1 none"},
+	{"consume", "the sidecar, consume"},
+	{"latency", "the sidecar, closed-loop latency"},
+	{"iggy-sidecar-produce-acks1-none", "the embedded Iggy server behind the sidecar, produce acks=1 none"},
+	{"iggy-direct-go-produce", "the embedded Iggy server under the direct Go client, produce"},
+}
+
+// profileTopN is how many functions each profile table lists.
+const profileTopN = 8
+
+// writeProfiles writes "Where the CPU goes": for each profile of
+// profileSections the run saved, the functions with the most CPU of their
+// own (`go tool pprof -top`), so the report carries the profile evidence
+// next to the figures it explains.
+func (b *bench) writeProfiles(p func(string, ...any)) {
+	if b.profDir == "" {
+		return
+	}
+	var found bool
+	for _, sec := range profileSections {
+		file := b.findProfile(sec.stem)
+		if file == "" {
+			continue
+		}
+		rows, total, err := pprofTop(b.ctxOrBackground(), file, profileTopN)
+		if err != nil {
+			b.note("profile %s: %v", filepath.Base(file), err)
+			continue
+		}
+		if !found {
+			p("## Where the CPU goes (pprof)\n\n")
+			p("CPU profiles taken during the runs above (`go run ./scripts/bench -profile DIR` keeps them; a full run profiles into its work directory): the %d functions with the most CPU time of their own, as `go tool pprof -top` lists them. Syscalls are the socket reads and writes; memmove is copying.\n\n", profileTopN)
+			found = true
+		}
+		p("**%s** (%s of samples)\n\n| flat | flat %% | cum %% | function |\n|---|---|---|---|\n", sec.what, total)
+		for _, r := range rows {
+			p("| %s | %s | %s | `%s` |\n", r[0], r[1], r[4], r[5])
+		}
+		p("\n")
+	}
+}
+
+// findProfile returns the CPU profile whose name starts with stem, or "".
+func (b *bench) findProfile(stem string) string {
+	m, _ := filepath.Glob(filepath.Join(b.profDir, stem+".cpu.pprof"))
+	if len(m) == 0 {
+		return ""
+	}
+	return m[0]
+}
+
+// ctxOrBackground is the run's context while it lasts; the report is
+// written after the budget may have ended it.
+func (b *bench) ctxOrBackground() context.Context {
+	if b.ctx != nil && b.ctx.Err() == nil {
+		return b.ctx
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	_ = cancel // released when the process ends; pprof runs are short
+	return ctx
+}
+
+// pprofTop runs `go tool pprof -top` on file and returns its first n rows
+// (flat, flat%, sum%, cum, cum%, function) and the total of samples.
+func pprofTop(ctx context.Context, file string, n int) ([][6]string, string, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", n), file).Output()
+	if err != nil {
+		return nil, "", err
+	}
+	var rows [][6]string
+	total := "?"
+	for _, line := range strings.Split(string(out), "\n") {
+		if i := strings.Index(line, "Total samples = "); i >= 0 {
+			total = strings.Fields(line[i+len("Total samples = "):])[0]
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasSuffix(f[1], "%") || !strings.HasSuffix(f[4], "%") {
+			continue
+		}
+		rows = append(rows, [6]string{f[0], f[1], f[2], f[3], f[4], strings.Join(f[5:], " ")})
+	}
+	return rows, total, nil
 }

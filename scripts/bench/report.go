@@ -388,6 +388,8 @@ func (b *bench) markdown(plots map[string]string) string {
 
 	b.writeGnet(p, plots)
 
+	b.writeProfiles(p)
+
 	p("## How it is measured\n\n")
 	p("- **Processes.** Every server is its own process, started by the bench in a process group of its own and ended with it: the sidecar (`kafka-iggy serve`), the embedded Iggy server (`kafka-iggy embedded-iggy`, data in memory), kfake (`bench kfake`, the bench's own binary), Apache Kafka (`scripts/kafka/start.sh`: its server.properties and the heap `scripts/kafka/run.sh` gives the broker). The load generator is the bench process itself; the Rust baseline is `scripts/bench/rustdirect`, one process per run.\n")
 	p("- **Sidecar configuration**, as `KAFKA_IGGY_*` environment variables, everything else at its default: %s.\n", b.sidecarConfigText())
