@@ -16,6 +16,9 @@ package bridge
 //     Protocol type differing from the group's, or no protocol every member
 //     supports (or none at all for the first member):
 //     INCONSISTENT_GROUP_PROTOCOL.
+//   - A new member joining a group that has groups.max_size members
+//     (Kafka's group.max.size; unlimited by default) is answered
+//     GROUP_MAX_SIZE_REACHED; a known static instance rejoining is not new.
 //   - Static members (v5+ group.instance.id): a known instance id joining
 //     without member id replaces the old member id, whose requests then
 //     answer FENCED_INSTANCE_ID; in a Stable group it gets the current

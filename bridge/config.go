@@ -3,6 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"time"
 )
@@ -61,6 +62,11 @@ type GroupsConfig struct {
 	// Defaults 6s and 30m.
 	MinSessionTimeout time.Duration `koanf:"min_session_timeout"`
 	MaxSessionTimeout time.Duration `koanf:"max_session_timeout"`
+	// MaxSize is the most members a group may have (Kafka's
+	// group.max.size): a new member joining a full group is answered
+	// GROUP_MAX_SIZE_REACHED. Default 2147483647 (no limit, Kafka's
+	// default).
+	MaxSize int32 `koanf:"max_size"`
 }
 
 // OffsetsConfig says where committed offsets live.
@@ -102,6 +108,7 @@ func DefaultConfig() Config {
 			InitialRebalanceDelay: 3 * time.Second,
 			MinSessionTimeout:     6 * time.Second,
 			MaxSessionTimeout:     30 * time.Minute,
+			MaxSize:               math.MaxInt32,
 		},
 		Offsets:  OffsetsConfig{Mode: "auto"},
 		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
@@ -134,6 +141,9 @@ func (c Config) Validate() error {
 	}
 	if c.Groups.InitialRebalanceDelay < 0 {
 		bad("groups.initial_rebalance_delay", "must not be negative")
+	}
+	if c.Groups.MaxSize < 1 {
+		bad("groups.max_size", "must be at least 1, got %d", c.Groups.MaxSize)
 	}
 	if c.Groups.MinSessionTimeout <= 0 || c.Groups.MaxSessionTimeout < c.Groups.MinSessionTimeout {
 		bad("groups.min_session_timeout", "must be positive and not above groups.max_session_timeout")

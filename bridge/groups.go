@@ -982,6 +982,14 @@ func (g *group) joinNewMember(p joinParams, reply chan<- joinResult) {
 		sendJoin(reply, joinResult{code: kerr.InconsistentGroupProtocol.Code, generation: -1})
 		return
 	}
+	replacing := false // a known static instance takes its old place
+	if p.instanceID != nil {
+		_, replacing = g.static[*p.instanceID]
+	}
+	if !replacing && g.full() {
+		sendJoin(reply, joinResult{code: kerr.GroupMaxSizeReached.Code, generation: -1})
+		return
+	}
 	if p.instanceID != nil {
 		newID := newMemberID(*p.instanceID)
 		if old, ok := g.static[*p.instanceID]; ok {
@@ -1013,6 +1021,10 @@ func (g *group) joinExistingMember(p joinParams, reply chan<- joinResult) {
 		if p.instanceID != nil {
 			// Pending ids are only handed to dynamic members.
 			fail(kerr.UnknownMemberID.Code)
+			return
+		}
+		if g.full() {
+			fail(kerr.GroupMaxSizeReached.Code)
 			return
 		}
 		g.addMemberAndRebalance(p, p.memberID, reply)
@@ -1071,6 +1083,12 @@ func (g *group) joinAnswer(memberID string, withMembers bool, leader string, ski
 		}
 	}
 	return r
+}
+
+// full reports whether the group has groups.max_size members: a new member
+// is then refused (GROUP_MAX_SIZE_REACHED), as Kafka's group.max.size does.
+func (g *group) full() bool {
+	return len(g.members) >= int(g.c.cfg.MaxSize)
 }
 
 func (g *group) addMemberAndRebalance(p joinParams, id string, reply chan<- joinResult) {

@@ -417,3 +417,27 @@ func TestDrainAnswersParkedJoinGroup(t *testing.T) {
 		t.Errorf("parked JoinGroup after Drain: %v, want NOT_COORDINATOR", kerr.ErrorForCode(jr.ErrorCode))
 	}
 }
+
+// groups.max_size (Kafka's group.max.size): a new member of a full group
+// gets GROUP_MAX_SIZE_REACHED, before and after the KIP-394 member id
+// round trip; the members in it keep their places.
+func TestGroupMaxSize(t *testing.T) {
+	s := startStack(t, func(o *stackOpts) {
+		o.bridge.Groups.InitialRebalanceDelay = 0
+		o.bridge.Groups.MinSessionTimeout = 300 * time.Millisecond
+		o.bridge.Groups.MaxSize = 1
+	})
+	first, second := dialRaw(t, s.Addr), dialRaw(t, s.Addr)
+	r := grpJoin(t, first, 5, grpJoinReq("full-g", "", nil, 10*time.Second, "m"))
+	if r.ErrorCode != 0 {
+		t.Fatalf("first join: %+v", r)
+	}
+	for _, v := range []int16{3, 5} { // v3: no member id round trip; v5: KIP-394
+		if got := second.do(grpJoinReq("full-g", "", nil, 10*time.Second, "m"), v).(*kmsg.JoinGroupResponse); got.ErrorCode != kerr.GroupMaxSizeReached.Code {
+			t.Errorf("v%d: second member: %v, want GROUP_MAX_SIZE_REACHED", v, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if code := grpHeartbeat(first, 3, "full-g", r.MemberID, r.Generation, nil); code != 0 {
+		t.Errorf("the member in the group: heartbeat %v", kerr.ErrorForCode(code))
+	}
+}

@@ -258,6 +258,7 @@ func TestExampleConfigGolden(t *testing.T) {
 				InitialRebalanceDelay: 3 * time.Second,
 				MinSessionTimeout:     6 * time.Second,
 				MaxSessionTimeout:     30 * time.Minute,
+				MaxSize:               2147483647,
 			},
 			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
 			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
