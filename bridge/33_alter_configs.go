@@ -63,30 +63,47 @@ func (b *Bridge) handleAlterConfigs(ctx context.Context, rq *Request) (kmsg.Resp
 	for i := range req.Resources {
 		keys[i] = resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
 	}
-	dups := duplicateResources(keys)
-	for i := range req.Resources {
-		rr := &req.Resources[i]
-		var code int16
-		var msg string
-		if dups[keys[i]] {
-			code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-		} else {
-			ops := make([]alterOp, 0, len(rr.Configs))
-			for _, c := range rr.Configs {
-				ops = append(ops, alterOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
-			}
-			code, msg = b.alterResource(ctx, rr.ResourceType, rr.ResourceName, ops, true, req.ValidateOnly)
+	outcomes := b.alterResources(ctx, keys, func(i int) []alterOp {
+		ops := make([]alterOp, 0, len(req.Resources[i].Configs))
+		for _, c := range req.Resources[i].Configs {
+			ops = append(ops, alterOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
 		}
+		return ops
+	}, true, req.ValidateOnly)
+	for i, o := range outcomes {
 		r := kmsg.NewAlterConfigsResponseResource()
-		r.ResourceType = rr.ResourceType
-		r.ResourceName = rr.ResourceName
-		r.ErrorCode = code
-		if msg != "" {
-			r.ErrorMessage = &msg
-		}
+		r.ResourceType, r.ResourceName = keys[i].typ, keys[i].name
+		r.ErrorCode, r.ErrorMessage = o.code, o.msg
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// alterOutcome is one resource's answer to an alter request.
+type alterOutcome struct {
+	code int16
+	msg  *string // nil when there is nothing to say
+}
+
+// alterResources answers every resource of an AlterConfigs (replace) or
+// IncrementalAlterConfigs request, in request order: a resource named
+// twice is INVALID_REQUEST, the others go through alterResource with the
+// changes ops(i) gives for resource i.
+func (b *Bridge) alterResources(ctx context.Context, keys []resourceKey, ops func(i int) []alterOp, replace, validateOnly bool) []alterOutcome {
+	dups := duplicateResources(keys)
+	out := make([]alterOutcome, len(keys))
+	for i, k := range keys {
+		var msg string
+		if dups[k] {
+			out[i].code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+		} else {
+			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops(i), replace, validateOnly)
+		}
+		if msg != "" {
+			out[i].msg = &msg
+		}
+	}
+	return out
 }
 
 // resourceKey identifies a config resource of a request.

@@ -28,7 +28,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -48,27 +47,17 @@ func (b *Bridge) handleIncrementalAlterConfigs(ctx context.Context, rq *Request)
 	for i := range req.Resources {
 		keys[i] = resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
 	}
-	dups := duplicateResources(keys)
-	for i := range req.Resources {
-		rr := &req.Resources[i]
-		var code int16
-		var msg string
-		if dups[keys[i]] {
-			code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-		} else {
-			ops := make([]alterOp, 0, len(rr.Configs))
-			for _, c := range rr.Configs {
-				ops = append(ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
-			}
-			code, msg = b.alterResource(ctx, rr.ResourceType, rr.ResourceName, ops, false, req.ValidateOnly)
+	outcomes := b.alterResources(ctx, keys, func(i int) []alterOp {
+		ops := make([]alterOp, 0, len(req.Resources[i].Configs))
+		for _, c := range req.Resources[i].Configs {
+			ops = append(ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
 		}
+		return ops
+	}, false, req.ValidateOnly)
+	for i, o := range outcomes {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
-		r.ResourceType = rr.ResourceType
-		r.ResourceName = rr.ResourceName
-		r.ErrorCode = code
-		if msg != "" {
-			r.ErrorMessage = &msg
-		}
+		r.ResourceType, r.ResourceName = keys[i].typ, keys[i].name
+		r.ErrorCode, r.ErrorMessage = o.code, o.msg
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
