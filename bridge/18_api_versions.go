@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersions: v0-v4
+// ApiVersions: v0-v5
 //
 // Behavior:
 // * Answers from the Table itself: every key it serves with its min and max
@@ -37,7 +37,13 @@ import (
 //   (KIP-511); tagged SupportedFeatures, FinalizedFeaturesEpoch,
 //   FinalizedFeatures, ZkMigrationReady in the response (KIP-584)
 // * v4: no wire change (a SupportedFeatures MinVersion of 0 is allowed)
-// * v5 (not served): ClusterID and NodeID in the request (KIP-1242)
+// * v5: ClusterID and NodeID in the request (KIP-1242): the identity the
+//   client believes it reaches. Both null/-1 (bootstrapping) is the v4
+//   answer; only one of them set is INVALID_REQUEST; both set and either
+//   differing from this gateway (its Metadata cluster id, its node id) is
+//   REBOOTSTRAP_REQUIRED with no api keys, so a client routed to the wrong
+//   sidecar or Iggy server re-bootstraps. kafka-clients 4.x opens every
+//   connection with v5; serving it saves the UNSUPPORTED_VERSION round trip.
 //
 // Iggy commands: none
 
@@ -45,27 +51,35 @@ import (
 const apiVersionsKey int16 = 18
 
 // ApiVersionsMaxVersion is the highest ApiVersions version this file serves.
-const ApiVersionsMaxVersion int16 = 4
+const ApiVersionsMaxVersion int16 = 5
 
-// ApiVersionsAPI returns the Table row for ApiVersions (key 18, v0-v4). The
+// ApiVersionsAPI returns the Table row for ApiVersions (key 18, v0-v5). The
 // handler answers from the Table that table() returns; pass a func because
 // the Table is built from a row list that includes this row:
 //
 //	var t *bridge.Table
 //	t, err := bridge.NewTable(bridge.ApiVersionsAPI(func() *bridge.Table { return t }), ...)
-func ApiVersionsAPI(table func() *Table) API {
+//
+// identity, when given, returns the cluster id and node id a v5 request's
+// ClusterID and NodeID are checked against; without it they are not
+// checked.
+func ApiVersionsAPI(table func() *Table, identity ...func(context.Context) (string, int32)) API {
+	var id func(context.Context) (string, int32)
+	if len(identity) > 0 {
+		id = identity[0]
+	}
 	return API{
 		Key:        apiVersionsKey,
 		Name:       "ApiVersions",
 		MinVersion: 0,
 		MaxVersion: ApiVersionsMaxVersion,
-		Handle: func(_ context.Context, rq *Request) (kmsg.Response, error) {
-			return handleApiVersions(table(), rq)
+		Handle: func(ctx context.Context, rq *Request) (kmsg.Response, error) {
+			return handleApiVersions(ctx, table(), id, rq)
 		},
 	}
 }
 
-func handleApiVersions(t *Table, rq *Request) (kmsg.Response, error) {
+func handleApiVersions(ctx context.Context, t *Table, identity func(context.Context) (string, int32), rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.ApiVersionsRequest)
 	if !ok || t == nil {
 		return nil, fmt.Errorf("api versions: %w", ErrBadRequest)
@@ -78,6 +92,18 @@ func handleApiVersions(t *Table, rq *Request) (kmsg.Response, error) {
 		return UnsupportedApiVersionsResponse(minV, maxV), nil
 	}
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 5 && (req.ClusterID != nil || req.NodeID != -1) {
+		if req.ClusterID == nil || req.NodeID == -1 {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		if identity != nil {
+			if cluster, node := identity(ctx); node != req.NodeID || cluster != "" && cluster != *req.ClusterID {
+				resp.ErrorCode = kerr.RebootstrapRequired.Code
+				return resp, nil
+			}
+		}
+	}
 	// Shared, read-only: the response is encoded and dropped, never changed.
 	resp.ApiKeys = t.advertised
 	return resp, nil

@@ -7,6 +7,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -92,7 +93,7 @@ func New(o Options) (*Bridge, error) {
 // is answered from.
 func (b *Bridge) apis() []API {
 	return []API{
-		ApiVersionsAPI(b.Table),
+		ApiVersionsAPI(b.Table, b.identity),
 		b.metadataAPI(),
 		b.produceAPI(),
 		b.fetchAPI(),
@@ -122,6 +123,12 @@ func (b *Bridge) apis() []API {
 // SetBroker changes the advertised address, for callers that learn the bound
 // port only after the listener started.
 func (b *Bridge) SetBroker(br Broker) { b.broker.Store(&br) }
+
+// identity is the cluster id and node id a client's ApiVersions v5 names
+// (the cluster id is "" while Iggy cannot be asked: not checked then).
+func (b *Bridge) identity(ctx context.Context) (string, int32) {
+	return b.clusterIDFor(ctx), b.self().NodeID
+}
 
 // self returns the advertised broker.
 func (b *Bridge) self() Broker { return *b.broker.Load() }

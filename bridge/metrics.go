@@ -48,7 +48,13 @@ func (b *Bridge) instrument(apis []API) []API {
 		apis[i].Handle = func(ctx context.Context, rq *Request) (kmsg.Response, error) {
 			resp, err := h(ctx, rq)
 			if resp != nil {
-				eachErrorCode(resp, func(code int16) { b.metrics.KafkaError(key, code) })
+				eachErrorCode(resp, func(code int16) {
+					b.metrics.KafkaError(key, code)
+					if rq.ErrorCodes == 0 {
+						rq.FirstErrorCode = code
+					}
+					rq.ErrorCodes++
+				})
 			}
 			if groupAPIs[key] && b.groups != nil {
 				g, m := b.groups.counts()

@@ -38,6 +38,13 @@ type Request struct {
 	// Received is when the front door took the complete frame off the
 	// socket; request latency is measured from here.
 	Received time.Time
+	// ErrorCodes is set by the bridge once the handler answered: how many
+	// non-zero Kafka error codes its response carries (top level, per
+	// topic, per partition or resource), and FirstErrorCode the first of
+	// them. The front door's request log and outcome label use them, so a
+	// CreateTopics whose topics all failed is not logged as "ok".
+	ErrorCodes     int32
+	FirstErrorCode int16
 }
 
 // Cut is one block of a VectoredResponse's encoding that is not copied into

@@ -30,9 +30,8 @@ func TestKgoApiVersionsAndProduce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 
-	// kgo opens with ApiVersions at its own maximum (v5); we serve v4, so it
-	// gets the KIP-511 answer and retries. This request then goes through
-	// the negotiated connection.
+	// kgo opens with ApiVersions at its own maximum (v5), served without a
+	// fallback. This request then goes through the negotiated connection.
 	av, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,12 @@ const (
 	OutcomeDecodeError
 	// OutcomeHandlerError: the handler failed; the connection closes.
 	OutcomeHandlerError
+	// OutcomeErrorCode: a response was queued, and it carries at least one
+	// non-zero Kafka error code (a refused topic, an unknown partition, ...).
+	OutcomeErrorCode
 )
 
-var outcomeNames = [...]string{"ok", "no_response", "unsupported_version", "decode_error", "handler_error"}
+var outcomeNames = [...]string{"ok", "no_response", "unsupported_version", "decode_error", "handler_error", "error_code"}
 
 // String returns the snake_case name of the outcome (a metric label).
 func (o Outcome) String() string {

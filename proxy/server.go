@@ -866,14 +866,21 @@ func (s *Server) serveOne(j *job) {
 		return
 	}
 	outcome := OutcomeOK
-	if out.buf == nil {
+	switch {
+	case out.buf == nil:
 		outcome = OutcomeNoResponse
+	case rq.ErrorCodes > 0:
+		outcome = OutcomeErrorCode
 	}
 	latency := time.Since(rq.Received)
 	s.metrics.Request(rq.Key, rq.Version, latency, outcome)
 	if ev := s.log.Debug(); ev.Enabled() {
-		ev.Uint64("conn_id", cs.id).Int16("api_key", rq.Key).Int16("api_version", rq.Version).
-			Int32("corr_id", rq.CorrID).Dur("latency", latency).Str("outcome", outcome.String()).Msg("request served")
+		ev = ev.Uint64("conn_id", cs.id).Int16("api_key", rq.Key).Int16("api_version", rq.Version).
+			Int32("corr_id", rq.CorrID).Dur("latency", latency).Str("outcome", outcome.String())
+		if rq.ErrorCodes > 0 {
+			ev = ev.Int16("error_code", rq.FirstErrorCode).Int32("error_codes", rq.ErrorCodes)
+		}
+		ev.Msg("request served")
 	}
 	s.putJob(j) // after encoding: the response may alias the request
 	cs.complete(seq, out)

@@ -16,7 +16,7 @@ import (
 func TestApiVersionsEveryVersion(t *testing.T) {
 	e := startEnv(t, nil)
 	c := dial(t, e.addr)
-	for v := int16(0); v <= 4; v++ {
+	for v := int16(0); v <= 5; v++ {
 		send(t, c, appendRequest(nil, int32(100+v), &testClientID, apiVersionsReq(v)))
 		corr, body := readResponse(t, c)
 		if corr != int32(100+v) {
@@ -34,7 +34,7 @@ func TestApiVersionsEveryVersion(t *testing.T) {
 			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 			keys = append(keys, k.ApiKey)
 		}
-		want := map[int16][2]int16{0: {3, testProduceMax}, 3: {0, testMetadataMax}, 12: {0, 4}, 18: {0, 4}}
+		want := map[int16][2]int16{0: {3, testProduceMax}, 3: {0, testMetadataMax}, 12: {0, 4}, 18: {0, 5}}
 		if len(got) != len(want) || !slices.IsSorted(keys) {
 			t.Fatalf("v%d: keys %v", v, r.ApiKeys)
 		}
@@ -62,7 +62,7 @@ func TestApiVersionsUnsupportedVersionFallback(t *testing.T) {
 	if r.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("error code %d, want 35", r.ErrorCode)
 	}
-	if len(r.ApiKeys) != 1 || r.ApiKeys[0].ApiKey != 18 || r.ApiKeys[0].MinVersion != 0 || r.ApiKeys[0].MaxVersion != 4 {
+	if len(r.ApiKeys) != 1 || r.ApiKeys[0].ApiKey != 18 || r.ApiKeys[0].MinVersion != 0 || r.ApiKeys[0].MaxVersion != 5 {
 		t.Fatalf("api keys %+v", r.ApiKeys)
 	}
 	// The connection stays usable: the client retries at v4.

@@ -123,7 +123,7 @@ func NewMetrics(version string) *Metrics {
 	m.connActive = f.gauge("connections_active",
 		"Kafka client connections open now.")
 	m.requests = f.counterVec("requests_total",
-		"Kafka requests served, by API name, API version and outcome (ok, no_response, unsupported_version, decode_error, handler_error).",
+		"Kafka requests served, by API name, API version and outcome (ok, no_response, unsupported_version, decode_error, handler_error, error_code: the response carries a non-zero Kafka error code, named with their count in the debug request log).",
 		"api", "version", "outcome")
 	m.reqLatency = f.histogramVec("request_duration_seconds",
 		"Time from taking a Kafka request off the socket to queueing its reply, by API name.", latencyBuckets, "api")
