@@ -20,7 +20,10 @@ package bridge
 //     watermark answers OFFSET_OUT_OF_RANGE (1) with -1 offsets, as Kafka
 //     does, so the client applies auto.offset.reset.
 //   - Sizes: MaxBytes (v3+) bounds the whole response and PartitionMaxBytes
-//     each partition, counting record-batch bytes; the first record of the
+//     each partition, counting record-batch bytes, both within the broker's
+//     own cap fetch.max_bytes (Kafka's fetch.max.bytes, 55 MiB; MinBytes is
+//     lowered to it; like Kafka, no broker cap per partition beyond what
+//     is left of the response); the first record of the
 //     first partition that has one is always returned whatever its size
 //     (Kafka's KIP-74 rule, applied to every version so a consumer always
 //     makes progress). Polls ask Iggy for as many messages as the remaining
@@ -358,15 +361,20 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		f.b.metrics.AddFetchWaiters(1)
 		defer f.b.metrics.AddFetchWaiters(-1)
 	}
-	respMax := math.MaxInt32
+	// fetch.max_bytes caps what the client asks, as Kafka's broker caps
+	// with fetch.max.bytes (v0-v2 ask no limit: the cap alone applies), and
+	// MinBytes above the cap is lowered to it (else a long poll could never
+	// be satisfied).
+	respMax := f.b.cfg.Fetch.MaxBytes
 	if rq.Version >= 3 {
-		respMax = int(max(req.MaxBytes, 0))
+		respMax = min(int(max(req.MaxBytes, 0)), respMax)
 	}
+	minBytes := min(int(req.MinBytes), respMax)
 
 	buf := fetchBufPool.Get()
-	got, failed := f.pass(ctx, rq, parts, buf, respMax)
-	if wake != nil && !failed && got < int(req.MinBytes) {
-		f.wait(ctx, rq, parts, buf, respMax, int(req.MinBytes), deadline, wake)
+	got, failed, cut := f.pass(ctx, rq, parts, buf, respMax)
+	if wake != nil && !failed && !cut && got < minBytes {
+		f.wait(ctx, rq, parts, buf, respMax, minBytes, deadline, wake)
 	}
 	for i := range parts {
 		p := &parts[i]
@@ -419,8 +427,8 @@ func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			timer.Stop()
 			return
 		}
-		got, failed := f.pass(ctx, rq, parts, buf, respMax)
-		if failed || got >= minBytes {
+		got, failed, cut := f.pass(ctx, rq, parts, buf, respMax)
+		if failed || cut || got >= minBytes {
 			return
 		}
 	}
@@ -542,10 +550,12 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 }
 
 // pass reads every partition once into buf (from empty) and reports the
-// record bytes read and whether any partition failed.
-func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax int) (int, bool) {
+// record bytes read, whether any partition failed, and whether a size
+// limit left records unread (then more than the response can carry is
+// there: a long poll is satisfied, as Kafka counts the bytes available).
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax int) (int, bool, bool) {
 	buf.B = buf.B[:0]
-	failed := false
+	failed, cut := false, false
 	first := true // no record returned yet: the next one goes in whatever its size
 	for i := range parts {
 		p := &parts[i]
@@ -584,8 +594,9 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		if r.records {
 			first = false
 		}
+		cut = cut || r.cut
 	}
-	return len(buf.B), failed
+	return len(buf.B), failed, cut
 }
 
 // setFetchError fills a failed partition as Kafka does: the code and -1
@@ -601,6 +612,7 @@ type partRead struct {
 	hw       int64
 	logStart int64
 	records  bool // at least one record (or an all-skipped batch) was appended
+	cut      bool // the byte limit left records of the partition unread
 }
 
 // readPartition appends the partition's record batches from p.offset to
@@ -646,6 +658,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 					r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
 					return dst, r
 				}
+				r.cut = !probed && hw > int64(next)
 				if p.offset > hw || (probed && p.offset < hw) {
 					// Above the end, or below it with nothing retained
 					// from the offset on (the log starts at its end):
@@ -683,6 +696,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 			r.records = true
 		}
 		remaining -= len(dst) - before
+		r.cut = r.cut || stats.Full || (remaining <= 0 && hw > int64(stats.NextOffset))
 		if err != nil {
 			f.b.log.Warn().Err(err).Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).Str("topic", p.topic).
 				Int32("partition", p.partition).Msg("fetch: iggy messages do not walk")

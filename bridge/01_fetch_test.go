@@ -500,3 +500,58 @@ func TestFetchLogStartAfterRetention(t *testing.T) {
 		t.Fatalf("at the log start %d: error %d ls %d hw %d, %d records", start, p.ErrorCode, p.LogStartOffset, p.HighWatermark, len(recs))
 	}
 }
+
+// TestFetchBrokerMaxBytes: fetch.max_bytes caps what the client asks (a
+// consumer asking 1000 MiB gets at most the cap, the first record always),
+// v0-v2 fetches (no MaxBytes) included; a MinBytes above the cap is lowered
+// to it, so the long poll answers as soon as the cap's worth is there; and
+// DescribeConfigs lists it as the broker's fetch.max.bytes.
+func TestFetchBrokerMaxBytes(t *testing.T) {
+	const capBytes = 12000
+	s := startStack(t, func(o *stackOpts) {
+		o.bridge.Topics.DefaultPartitions = 2
+		o.bridge.Fetch.MaxBytes = capBytes
+	})
+	rk := dialRaw(t, s.Addr)
+	const topic = "capped"
+	createTopic(t, rk, topic)
+	big := bytes.Repeat([]byte("c"), 5000)
+	rk.produceValues(topic, 0, big, big, big, big)
+	rk.produceValues(topic, 1, big, big, big, big)
+	huge := int32(1000 << 20)
+	both := []fetchPart{{topic: topic, partition: 0, maxBytes: huge}, {topic: topic, partition: 1, maxBytes: huge}}
+	size := func(resp *kmsg.FetchResponse) (n, recs int) {
+		for _, p := range resp.Topics[0].Partitions {
+			n += len(p.RecordBatches)
+		}
+		r, _ := decodeBatches(t, resp.Topics[0].Partitions[0].RecordBatches)
+		return n, len(r)
+	}
+	start := time.Now()
+	resp := rk.fetch(12, fetchReq(5000, huge, huge, both...))
+	if n, recs := size(resp); n > capBytes || recs != 2 || time.Since(start) > 4*time.Second {
+		t.Fatalf("v12 asking 1000 MiB: %d bytes, %d records of partition 0 after %v (cap %d)", n, recs, time.Since(start), capBytes)
+	}
+	// Fetch v2 has no MaxBytes (message sets, magic 1): the cap alone.
+	resp = rk.fetch(2, fetchReq(0, 1, 0, both...))
+	if n := len(resp.Topics[0].Partitions[0].RecordBatches) + len(resp.Topics[0].Partitions[1].RecordBatches); n == 0 || n > capBytes {
+		t.Fatalf("v2: %d bytes (cap %d)", n, capBytes)
+	}
+	// A single record larger than the cap still comes back whole (KIP-74).
+	const topic2 = "capped-big"
+	createTopic(t, rk, topic2)
+	rk.produceValues(topic2, 0, bytes.Repeat([]byte("d"), 3*capBytes))
+	resp = rk.fetch(12, fetchReq(0, 1, huge, fetchPart{topic: topic2, partition: 0, maxBytes: huge}))
+	if r, _ := decodeBatches(t, resp.Topics[0].Partitions[0].RecordBatches); len(r) != 1 || len(r[0].value) != 3*capBytes {
+		t.Fatalf("record larger than the cap: %d records", len(r))
+	}
+
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.ConfigNames = kmsg.ConfigResourceTypeBroker, "0", []string{"fetch.max.bytes"}
+	req.Resources = append(req.Resources, rr)
+	dc := rk.do(req, 4).(*kmsg.DescribeConfigsResponse)
+	if c := dc.Resources[0].Configs; len(c) != 1 || *c[0].Value != strconv.Itoa(capBytes) || c[0].Source != kmsg.ConfigSourceStaticBrokerConfig || !c[0].ReadOnly {
+		t.Fatalf("describe broker fetch.max.bytes: %+v", c)
+	}
+}

@@ -17,7 +17,8 @@ package bridge
 //     new topics get under their broker names (log.retention.ms, ...:
 //     STATIC_BROKER_CONFIG when topics.default_options sets them,
 //     DEFAULT_CONFIG otherwise), num.partitions, default.replication.factor,
-//     auto.create.topics.enable and delete.topic.enable, all read-only. The
+//     auto.create.topics.enable, delete.topic.enable and fetch.max.bytes
+//     (fetch.max_bytes; DEFAULT_CONFIG at Kafka's 55 MiB), all read-only. The
 //     empty name (cluster-wide dynamic defaults) is an empty list, as on a
 //     Kafka cluster nobody altered. Another id is INVALID_REQUEST ("Unexpected
 //     broker id ..."), a non-numeric name INVALID_REQUEST.
@@ -142,7 +143,9 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 
 // brokerDefaults are the defaults topics the gateway creates get.
 func (b *Bridge) brokerDefaults() brokerDefaults {
-	return newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
+	bd := newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
+	bd.fetchMaxBytes = b.cfg.Fetch.MaxBytes
+	return bd
 }
 
 // checkBrokerResource checks a BROKER resource name other than "": it must

@@ -93,7 +93,20 @@ type FetchConfig struct {
 	// RepollInterval is how often a waiting fetch re-polls Iggy for writes
 	// made by other producers (local produces wake it at once). Default 50ms.
 	RepollInterval time.Duration `koanf:"repoll_interval"`
+	// MaxBytes caps every Fetch response, in record bytes, whatever the
+	// client asks: Kafka's broker config fetch.max.bytes. The client's
+	// MaxBytes and each PartitionMaxBytes apply within it (a partition gets
+	// at most what is left of the response), and its MinBytes is lowered
+	// to it; the first record batch of the first non-empty partition is
+	// returned whole even when larger (KIP-74), so a consumer always makes
+	// progress. Like a Kafka broker there is no separate per-partition cap.
+	// Default 57671680 (55 MiB, Kafka's default).
+	MaxBytes int `koanf:"max_bytes"`
 }
+
+// kafkaDefaultFetchMaxBytes is Kafka's default broker fetch.max.bytes
+// (55 MiB).
+const kafkaDefaultFetchMaxBytes = 55 << 20
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -112,7 +125,7 @@ func DefaultConfig() Config {
 		},
 		Offsets:  OffsetsConfig{Mode: "auto"},
 		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
-		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond},
+		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: kafkaDefaultFetchMaxBytes},
 	}
 }
 
@@ -161,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if c.Fetch.RepollInterval <= 0 {
 		bad("fetch.repoll_interval", "must be positive")
+	}
+	if c.Fetch.MaxBytes < 1 || c.Fetch.MaxBytes > math.MaxInt32 {
+		bad("fetch.max_bytes", "must be 1..%d, got %d", math.MaxInt32, c.Fetch.MaxBytes)
 	}
 	return errors.Join(errs...)
 }

@@ -843,6 +843,9 @@ type configSynonym struct {
 type brokerDefaults struct {
 	set        optionSet // catalog defaults with the gateway defaults applied
 	partitions uint32    // topics.default_partitions
+	// fetchMaxBytes is fetch.max_bytes, listed as the broker's
+	// fetch.max.bytes (0: not listed).
+	fetchMaxBytes int
 }
 
 func newBrokerDefaults(defaults icodec.Options, partitions, maxMessageBytes int32) brokerDefaults {
@@ -933,6 +936,13 @@ func brokerEntries(nodeID int32, rack *string, bd brokerDefaults, autoCreate, sy
 	}
 	if rack != nil {
 		out = append(out, configEntry{name: "broker.rack", value: *rack, source: static, typ: kmsg.ConfigTypeString})
+	}
+	if bd.fetchMaxBytes > 0 {
+		src := static
+		if bd.fetchMaxBytes == kafkaDefaultFetchMaxBytes {
+			src = def
+		}
+		out = append(out, configEntry{name: "fetch.max.bytes", value: strconv.Itoa(bd.fetchMaxBytes), source: src, typ: kmsg.ConfigTypeInt})
 	}
 	for i := range out {
 		if synonyms {
