@@ -548,12 +548,23 @@ func lenType(t string) bool {
 	return false
 }
 
+// disjoint reports whether two fields of one name never exist in the same
+// protocol (one ends where or before the other starts), so each shape has one.
+func (s *Schema) disjoint(a, b *FieldDef) bool {
+	for _, p := range s.protocols {
+		if inProtocol(p, a.Since, a.Until) && inProtocol(p, b.Since, b.Until) {
+			return false
+		}
+	}
+	return true
+}
+
 // checkFields checks a field list; the first `inherited` fields come from an
 // extended type and were checked with it.
 func (s *Schema) checkFields(owner string, at Pos, fields []*FieldDef, inherited int) error {
 	names := map[string]int{}
 	for i, f := range fields {
-		if _, dup := names[f.Name]; dup {
+		if j, dup := names[f.Name]; dup && !s.disjoint(fields[j], f) {
 			return errAt(f.Pos, "%s: duplicate field %q", owner, f.Name)
 		}
 		names[f.Name] = i
@@ -592,6 +603,9 @@ func (s *Schema) checkFields(owner string, at Pos, fields []*FieldDef, inherited
 		case "list":
 			if f.Count.Kind == "to_end" && !last {
 				return errAt(f.Pos, "%s: a to_end list must be the last field", where)
+			}
+			if f.Count.Kind == "u8" && (!f.Len.Set || f.Len.Max == nil || *f.Len.Max > 255) {
+				return errAt(f.Pos, "%s: a list with count u8 needs len with a max of at most 255", where)
 			}
 			if f.Count.Kind == "field" {
 				j, ok := names[f.Count.Field]

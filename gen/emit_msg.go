@@ -477,7 +477,7 @@ func (s *Schema) minSize(of string) int {
 		case "list":
 			if f.Count.Kind == "u32" {
 				n += 4
-			} else if f.Count.Kind == "chain" {
+			} else if f.Count.Kind == "chain" || f.Count.Kind == "u8" {
 				n++
 			}
 		case "optional":
@@ -527,6 +527,8 @@ func (s *Schema) sizeStmts(f *FieldDef, x, n string, siblings []*FieldDef) strin
 		switch f.Count.Kind {
 		case "u32":
 			b.p("\t%s += 4", n)
+		case "u8":
+			b.p("\t%s++", n)
 		case "chain":
 			b.p("\t%s += 1 + len(%s)", n, x)
 		}
@@ -612,6 +614,9 @@ func (s *Schema) encodeStmts(f *FieldDef, x string, siblings []*FieldDef) string
 	case "list":
 		if f.Count.Kind == "u32" {
 			b.p("\tdst = wire.AppendU32LE(dst, uint32(len(%s)))", x)
+		}
+		if f.Count.Kind == "u8" {
+			b.p("\tdst = append(dst, uint8(len(%s)))", x)
 		}
 		b.p("\tfor i := range %s {", x)
 		if f.Count.Kind == "chain" {
@@ -767,9 +772,11 @@ func (s *Schema) decodeList(b *buf, f *FieldDef, x string) {
 	}
 	min := s.minSize(f.Of)
 	switch f.Count.Kind {
-	case "u32", "field":
+	case "u8", "u32", "field":
 		if f.Count.Kind == "u32" {
 			b.p("\tcnt := int(r.U32LE(path, %q))", f.Name)
+		} else if f.Count.Kind == "u8" {
+			b.p("\tcnt := int(r.U8(path, %q))", f.Name)
 		} else {
 			b.p("\tcnt := int(m.%s)", goName(f.Count.Field))
 		}

@@ -174,11 +174,11 @@ func decodeCount(at Pos, n *yaml.Node, c *CountDef) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		switch n.Value {
-		case "u32", "to_end", "chain":
+		case "u8", "u32", "to_end", "chain":
 			c.Kind = n.Value
 			return nil
 		}
-		return errAt(at, "count: want u32, to_end, chain or {field: name}, found %q", n.Value)
+		return errAt(at, "count: want u8, u32, to_end, chain or {field: name}, found %q", n.Value)
 	case yaml.MappingNode:
 		if len(n.Content) != 2 || n.Content[0].Value != "field" || n.Content[1].Kind != yaml.ScalarNode {
 			return errAt(at, "count: the mapping form is {field: name}")

@@ -41,6 +41,7 @@ var Commands = [...]CommandMeta{
 	{Code: CodeGetSnapshotFile, Name: "get_snapshot_file", WireName: "snapshot.get", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeGetClusterMetadata, Name: "get_cluster_metadata", WireName: "cluster_metadata.get", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthLogin, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeDescribeOptions, Name: "describe_options", WireName: "options.describe", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthLogin, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
+	{Code: CodeUpdateResource, Name: "update_resource", WireName: "resource.update", Operation: OperationUpdateResource, Plane: PlaneMetadata, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: Protocol012, Until: 0},
 	{Code: CodeGetMe, Name: "get_me", WireName: "client.get_me", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthLogin, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeGetClient, Name: "get_client", WireName: "client.get", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: true, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeGetClients, Name: "get_clients", WireName: "client.list", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
@@ -62,6 +63,7 @@ var Commands = [...]CommandMeta{
 	{Code: CodePollMessages, Name: "poll_messages", WireName: "message.poll", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeSendMessages, Name: "send_messages", WireName: "message.send", Operation: OperationSendMessages, Plane: PlanePartition, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeFlushUnsavedBuffer, Name: "flush_unsaved_buffer", WireName: "message.flush_unsaved_buffer", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthLogin, EmptyMeansNone: false, Legacy: false, Since: 0, Until: Protocol012},
+	{Code: CodeGetPartitionRoute, Name: "get_partition_route", WireName: "partition.route", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: Protocol012, Until: 0},
 	{Code: CodeGetConsumerOffset, Name: "get_consumer_offset", WireName: "consumer_offset.get", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: true, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeStoreConsumerOffset, Name: "store_consumer_offset", WireName: "consumer_offset.store", Operation: OperationStoreConsumerOffset, Plane: PlanePartition, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeDeleteConsumerOffset, Name: "delete_consumer_offset", WireName: "consumer_offset.delete", Operation: OperationDeleteConsumerOffset, Plane: PlanePartition, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
@@ -110,6 +112,8 @@ func NewRequestBody(code uint32, p ProtocolVersion) (Body, bool) {
 		return &GetClusterMetadataRequest{}, true
 	case CodeDescribeOptions:
 		return &DescribeOptionsRequest{}, true
+	case CodeUpdateResource:
+		return &UpdateResourceRequest{}, p >= Protocol012
 	case CodeGetMe:
 		return &GetMeRequest{}, true
 	case CodeGetClient:
@@ -158,6 +162,8 @@ func NewRequestBody(code uint32, p ProtocolVersion) (Body, bool) {
 		return &SendMessagesRequest{}, true
 	case CodeFlushUnsavedBuffer:
 		return &FlushUnsavedBufferRequest{}, p < Protocol012
+	case CodeGetPartitionRoute:
+		return &GetPartitionRouteRequest{}, p >= Protocol012
 	case CodeGetConsumerOffset:
 		return &GetConsumerOffsetRequest{}, true
 	case CodeStoreConsumerOffset:
@@ -220,7 +226,10 @@ func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
 	case CodeGetSnapshotFile:
 		return &GetSnapshotFileResponse{}, true
 	case CodeGetClusterMetadata:
-		return &GetClusterMetadataResponse{}, true
+		if p <= Protocol011 {
+			return &GetClusterMetadataResponse{}, true
+		}
+		return &GetClusterMetadataResponseV12{}, true
 	case CodeDescribeOptions:
 		return &DescribeOptionsResponse{}, true
 	case CodeGetMe:
@@ -248,9 +257,14 @@ func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
 	case CodeLoginRegisterWithPAT:
 		return &LoginRegisterWithPATResponse{}, true
 	case CodePollMessages:
-		return &PollMessagesResponse{}, true
+		if p <= Protocol011 {
+			return &PollMessagesResponse{}, true
+		}
+		return &PollMessagesResponseV12{}, true
 	case CodeSendMessages:
 		return &SendMessagesResponse{}, true
+	case CodeGetPartitionRoute:
+		return &GetPartitionRouteResponse{}, p >= Protocol012
 	case CodeGetConsumerOffset:
 		return &GetConsumerOffsetResponse{}, true
 	case CodeGetStream:
@@ -290,98 +304,102 @@ func LookupCommand(code uint32) (*CommandMeta, bool) {
 		return &Commands[3], true
 	case CodeDescribeOptions:
 		return &Commands[4], true
-	case CodeGetMe:
+	case CodeUpdateResource:
 		return &Commands[5], true
-	case CodeGetClient:
+	case CodeGetMe:
 		return &Commands[6], true
-	case CodeGetClients:
+	case CodeGetClient:
 		return &Commands[7], true
-	case CodeGetUser:
+	case CodeGetClients:
 		return &Commands[8], true
-	case CodeGetUsers:
+	case CodeGetUser:
 		return &Commands[9], true
-	case CodeCreateUser:
+	case CodeGetUsers:
 		return &Commands[10], true
-	case CodeDeleteUser:
+	case CodeCreateUser:
 		return &Commands[11], true
-	case CodeUpdateUser:
+	case CodeDeleteUser:
 		return &Commands[12], true
-	case CodeUpdatePermissions:
+	case CodeUpdateUser:
 		return &Commands[13], true
-	case CodeChangePassword:
+	case CodeUpdatePermissions:
 		return &Commands[14], true
-	case CodeLoginUser:
+	case CodeChangePassword:
 		return &Commands[15], true
-	case CodeLogoutUser:
+	case CodeLoginUser:
 		return &Commands[16], true
-	case CodeLoginRegister:
+	case CodeLogoutUser:
 		return &Commands[17], true
-	case CodeGetPersonalAccessTokens:
+	case CodeLoginRegister:
 		return &Commands[18], true
-	case CodeCreatePersonalAccessToken:
+	case CodeGetPersonalAccessTokens:
 		return &Commands[19], true
-	case CodeDeletePersonalAccessToken:
+	case CodeCreatePersonalAccessToken:
 		return &Commands[20], true
-	case CodeLoginWithPersonalAccessToken:
+	case CodeDeletePersonalAccessToken:
 		return &Commands[21], true
-	case CodeLoginRegisterWithPAT:
+	case CodeLoginWithPersonalAccessToken:
 		return &Commands[22], true
-	case CodePollMessages:
+	case CodeLoginRegisterWithPAT:
 		return &Commands[23], true
-	case CodeSendMessages:
+	case CodePollMessages:
 		return &Commands[24], true
-	case CodeFlushUnsavedBuffer:
+	case CodeSendMessages:
 		return &Commands[25], true
-	case CodeGetConsumerOffset:
+	case CodeFlushUnsavedBuffer:
 		return &Commands[26], true
-	case CodeStoreConsumerOffset:
+	case CodeGetPartitionRoute:
 		return &Commands[27], true
-	case CodeDeleteConsumerOffset:
+	case CodeGetConsumerOffset:
 		return &Commands[28], true
-	case CodeGetStream:
+	case CodeStoreConsumerOffset:
 		return &Commands[29], true
-	case CodeGetStreams:
+	case CodeDeleteConsumerOffset:
 		return &Commands[30], true
-	case CodeCreateStream:
+	case CodeGetStream:
 		return &Commands[31], true
-	case CodeDeleteStream:
+	case CodeGetStreams:
 		return &Commands[32], true
-	case CodeUpdateStream:
+	case CodeCreateStream:
 		return &Commands[33], true
-	case CodePurgeStream:
+	case CodeDeleteStream:
 		return &Commands[34], true
-	case CodeGetTopic:
+	case CodeUpdateStream:
 		return &Commands[35], true
-	case CodeGetTopics:
+	case CodePurgeStream:
 		return &Commands[36], true
-	case CodeCreateTopic:
+	case CodeGetTopic:
 		return &Commands[37], true
-	case CodeDeleteTopic:
+	case CodeGetTopics:
 		return &Commands[38], true
-	case CodeUpdateTopic:
+	case CodeCreateTopic:
 		return &Commands[39], true
-	case CodePurgeTopic:
+	case CodeDeleteTopic:
 		return &Commands[40], true
-	case CodeCreatePartitions:
+	case CodeUpdateTopic:
 		return &Commands[41], true
-	case CodeDeletePartitions:
+	case CodePurgeTopic:
 		return &Commands[42], true
-	case CodeDeleteSegments:
+	case CodeCreatePartitions:
 		return &Commands[43], true
-	case CodeGetConsumerGroup:
+	case CodeDeletePartitions:
 		return &Commands[44], true
-	case CodeGetConsumerGroups:
+	case CodeDeleteSegments:
 		return &Commands[45], true
-	case CodeCreateConsumerGroup:
+	case CodeGetConsumerGroup:
 		return &Commands[46], true
-	case CodeDeleteConsumerGroup:
+	case CodeGetConsumerGroups:
 		return &Commands[47], true
-	case CodeJoinConsumerGroup:
+	case CodeCreateConsumerGroup:
 		return &Commands[48], true
-	case CodeLeaveConsumerGroup:
+	case CodeDeleteConsumerGroup:
 		return &Commands[49], true
-	case CodeSyncConsumerGroup:
+	case CodeJoinConsumerGroup:
 		return &Commands[50], true
+	case CodeLeaveConsumerGroup:
+		return &Commands[51], true
+	case CodeSyncConsumerGroup:
+		return &Commands[52], true
 	}
 	return nil, false
 }

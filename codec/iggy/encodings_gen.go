@@ -2700,6 +2700,594 @@ func (m *TopicDetails) validate(msg, path string) error {
 	return nil
 }
 
+// PartitionContext: Partition fence context (24 bytes) that 0.12 replies carry for a partition. Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type PartitionContext struct {
+	// Metadata creation revision of the partition; changes when a partition id is reused.
+	Incarnation uint64
+	// Installed consumer-group owner generation; 0 outside groups.
+	OwnerGeneration uint64
+	// Applied metadata frontier of the answering node.
+	MetadataOp uint64
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *PartitionContext) EncodedSize() int {
+	n := 0
+	n += 8
+	n += 8
+	n += 8
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *PartitionContext) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU64LE(dst, m.Incarnation)
+	dst = wire.AppendU64LE(dst, m.OwnerGeneration)
+	dst = wire.AppendU64LE(dst, m.MetadataOp)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *PartitionContext) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "partition_context")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *PartitionContext) decode(r *wire.Reader, path string) {
+	m.Incarnation = r.U64LE(path, "incarnation")
+	m.OwnerGeneration = r.U64LE(path, "owner_generation")
+	m.MetadataOp = r.U64LE(path, "metadata_op")
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *PartitionContext) Validate() error { return m.validate("partition_context", "") }
+
+func (m *PartitionContext) validate(msg, path string) error {
+	return nil
+}
+
+// PartitionResponseV12: One partition of a topic at 0.12: the 0.11 entry, the fence context and two node lists (66 bytes plus one per listed node). Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type PartitionResponseV12 struct {
+	// 0-based partition id.
+	ID uint32
+	// Creation time in microseconds since the epoch.
+	CreatedAt uint64
+	// Number of segments (at least 1).
+	SegmentsCount uint32
+	// Offset of the last committed message; also 0 for an empty partition (check messages_count).
+	CurrentOffset uint64
+	// Stored size in bytes.
+	SizeBytes uint64
+	// Number of messages; tells an empty partition from one holding offset 0.
+	MessagesCount uint64
+	// The partition's fence context.
+	Context PartitionContext
+	// Node ids storing the partition: a u8 count, then one u8 id each (a one-node cluster lists node 0).
+	Members []byte
+	// Node ids in sync with the partition primary, encoded like members.
+	InSyncMembers []byte
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *PartitionResponseV12) EncodedSize() int {
+	n := 0
+	n += 4
+	n += 8
+	n += 4
+	n += 8
+	n += 8
+	n += 8
+	n += m.Context.EncodedSize()
+	n += 1 + len(m.Members)
+	n += 1 + len(m.InSyncMembers)
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *PartitionResponseV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, m.ID)
+	dst = wire.AppendU64LE(dst, m.CreatedAt)
+	dst = wire.AppendU32LE(dst, m.SegmentsCount)
+	dst = wire.AppendU64LE(dst, m.CurrentOffset)
+	dst = wire.AppendU64LE(dst, m.SizeBytes)
+	dst = wire.AppendU64LE(dst, m.MessagesCount)
+	dst = m.Context.AppendTo(dst)
+	dst = append(dst, uint8(len(m.Members)))
+	dst = append(dst, m.Members...)
+	dst = append(dst, uint8(len(m.InSyncMembers)))
+	dst = append(dst, m.InSyncMembers...)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *PartitionResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "partition_response_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *PartitionResponseV12) decode(r *wire.Reader, path string) {
+	m.ID = r.U32LE(path, "id")
+	m.CreatedAt = r.U64LE(path, "created_at")
+	m.SegmentsCount = r.U32LE(path, "segments_count")
+	m.CurrentOffset = r.U64LE(path, "current_offset")
+	m.SizeBytes = r.U64LE(path, "size_bytes")
+	m.MessagesCount = r.U64LE(path, "messages_count")
+	m.Context.decode(r, wire.Join(path, "context"))
+	{
+		o := r.Off()
+		m.Members = r.Bytes(path, "members", int(r.U8(path, "members")))
+		if !r.Failed() && (len(m.Members) > 32) {
+			r.Fail(path, "members", o, wire.ErrConstraint, "length must be 0..32")
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		m.InSyncMembers = r.Bytes(path, "in_sync_members", int(r.U8(path, "in_sync_members")))
+		if !r.Failed() && (len(m.InSyncMembers) > 32) {
+			r.Fail(path, "in_sync_members", o, wire.ErrConstraint, "length must be 0..32")
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *PartitionResponseV12) Validate() error { return m.validate("partition_response_v12", "") }
+
+func (m *PartitionResponseV12) validate(msg, path string) error {
+	if err := m.Context.validate(msg, wire.Join(path, "context")); err != nil {
+		return err
+	}
+	if len(m.Members) > 32 {
+		return invalid(msg, path, "members", wire.ErrConstraint, "length must be 0..32")
+	}
+	if len(m.InSyncMembers) > 32 {
+		return invalid(msg, path, "in_sync_members", wire.ErrConstraint, "length must be 0..32")
+	}
+	return nil
+}
+
+// TopicHeaderV12: One topic without its partitions at 0.12: message expiry, compression and the size cap left the fixed part and live only in the option blocks. Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type TopicHeaderV12 struct {
+	// 0-based topic id, unique within the stream (lowest free id at creation).
+	ID uint32
+	// Creation time in microseconds since the epoch.
+	CreatedAt uint64
+	// Number of partitions.
+	PartitionsCount uint32
+	// Stored size of the topic in bytes.
+	SizeBytes uint64
+	// Number of messages in the topic.
+	MessagesCount uint64
+	// The topic name.
+	Name string
+	// Options the creator pinned at create.
+	ExplicitOptions Options
+	// Defaults the admitting primary resolved; the effective configuration is the union.
+	DerivedOptions Options
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *TopicHeaderV12) EncodedSize() int {
+	n := 0
+	n += 4
+	n += 8
+	n += 4
+	n += 8
+	n += 8
+	n += 1 + len(m.Name)
+	n += 4
+	n += m.ExplicitOptions.EncodedSize()
+	n += 4
+	n += m.DerivedOptions.EncodedSize()
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *TopicHeaderV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, m.ID)
+	dst = wire.AppendU64LE(dst, m.CreatedAt)
+	dst = wire.AppendU32LE(dst, m.PartitionsCount)
+	dst = wire.AppendU64LE(dst, m.SizeBytes)
+	dst = wire.AppendU64LE(dst, m.MessagesCount)
+	dst = append(dst, uint8(len(m.Name)))
+	dst = append(dst, m.Name...)
+	dst = wire.AppendU32LE(dst, uint32(m.ExplicitOptions.EncodedSize()))
+	dst = m.ExplicitOptions.AppendTo(dst)
+	dst = wire.AppendU32LE(dst, uint32(m.DerivedOptions.EncodedSize()))
+	dst = m.DerivedOptions.AppendTo(dst)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *TopicHeaderV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "topic_header_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *TopicHeaderV12) decode(r *wire.Reader, path string) {
+	m.ID = r.U32LE(path, "id")
+	m.CreatedAt = r.U64LE(path, "created_at")
+	m.PartitionsCount = r.U32LE(path, "partitions_count")
+	m.SizeBytes = r.U64LE(path, "size_bytes")
+	m.MessagesCount = r.U64LE(path, "messages_count")
+	{
+		o := r.Off()
+		m.Name = r.UTF8(path, "name", int(r.U8(path, "name")))
+		if !r.Failed() && (len(m.Name) < 1 || len(m.Name) > 255) {
+			r.Fail(path, "name", o, wire.ErrConstraint, "length must be 1..255")
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		blk := r.Bytes(path, "explicit_options", int(r.U32LE(path, "explicit_options")))
+		if !r.Failed() {
+			opts, err := ParseOptions(blk)
+			if err != nil {
+				r.Fail(path, "explicit_options", o, err, "")
+			}
+			m.ExplicitOptions = opts
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		blk := r.Bytes(path, "derived_options", int(r.U32LE(path, "derived_options")))
+		if !r.Failed() {
+			opts, err := ParseOptions(blk)
+			if err != nil {
+				r.Fail(path, "derived_options", o, err, "")
+			}
+			m.DerivedOptions = opts
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *TopicHeaderV12) Validate() error { return m.validate("topic_header_v12", "") }
+
+func (m *TopicHeaderV12) validate(msg, path string) error {
+	if len(m.Name) < 1 || len(m.Name) > 255 {
+		return invalid(msg, path, "name", wire.ErrConstraint, "length must be 1..255")
+	}
+	if !utf8.ValidString(m.Name) {
+		return invalid(msg, path, "name", wire.ErrInvalidUTF8, "")
+	}
+	if err := m.ExplicitOptions.Validate(); err != nil {
+		return invalid(msg, path, "explicit_options", err, "")
+	}
+	if err := m.DerivedOptions.Validate(); err != nil {
+		return invalid(msg, path, "derived_options", err, "")
+	}
+	return nil
+}
+
+// TopicDetailsV12: One topic with all its partitions at 0.12 (GET_TOPIC and CREATE_TOPIC replies). Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type TopicDetailsV12 struct {
+	TopicHeaderV12
+	// The topic's partitions.
+	Partitions []PartitionResponseV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *TopicDetailsV12) EncodedSize() int {
+	n := 0
+	n += m.TopicHeaderV12.EncodedSize()
+	for i := range m.Partitions {
+		n += m.Partitions[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *TopicDetailsV12) AppendTo(dst []byte) []byte {
+	dst = m.TopicHeaderV12.AppendTo(dst)
+	for i := range m.Partitions {
+		dst = m.Partitions[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *TopicDetailsV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "topic_details_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *TopicDetailsV12) decode(r *wire.Reader, path string) {
+	m.TopicHeaderV12.decode(r, path)
+	{
+		o := r.Off()
+		cnt := int(m.PartitionsCount)
+		if cnt > r.Remaining()/66 {
+			r.Fail(path, "partitions", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Partitions = make([]PartitionResponseV12, cnt)
+			p := wire.Join(path, "partitions")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				m.Partitions[i].decode(r, wire.Join(p, ""))
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *TopicDetailsV12) Validate() error { return m.validate("topic_details_v12", "") }
+
+func (m *TopicDetailsV12) validate(msg, path string) error {
+	if err := m.TopicHeaderV12.validate(msg, path); err != nil {
+		return err
+	}
+	if len(m.Partitions) != int(m.PartitionsCount) {
+		return invalid(msg, path, "partitions", wire.ErrConstraint, "length differs from partitions_count")
+	}
+	for i := range m.Partitions {
+		if err := m.Partitions[i].validate(msg, wire.Join(path, "partitions")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StreamResponseV12: One stream without its topics at 0.12 (GET_STREAMS entries, CREATE_STREAM reply); adds the derived option block. Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type StreamResponseV12 struct {
+	StreamResponse
+	// Stream option values the server filled in or computes (such as the encryption key source).
+	DerivedOptions Options
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *StreamResponseV12) EncodedSize() int {
+	n := 0
+	n += m.StreamResponse.EncodedSize()
+	n += 4
+	n += m.DerivedOptions.EncodedSize()
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *StreamResponseV12) AppendTo(dst []byte) []byte {
+	dst = m.StreamResponse.AppendTo(dst)
+	dst = wire.AppendU32LE(dst, uint32(m.DerivedOptions.EncodedSize()))
+	dst = m.DerivedOptions.AppendTo(dst)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *StreamResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "stream_response_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *StreamResponseV12) decode(r *wire.Reader, path string) {
+	m.StreamResponse.decode(r, path)
+	{
+		o := r.Off()
+		blk := r.Bytes(path, "derived_options", int(r.U32LE(path, "derived_options")))
+		if !r.Failed() {
+			opts, err := ParseOptions(blk)
+			if err != nil {
+				r.Fail(path, "derived_options", o, err, "")
+			}
+			m.DerivedOptions = opts
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *StreamResponseV12) Validate() error { return m.validate("stream_response_v12", "") }
+
+func (m *StreamResponseV12) validate(msg, path string) error {
+	if err := m.StreamResponse.validate(msg, path); err != nil {
+		return err
+	}
+	if err := m.DerivedOptions.Validate(); err != nil {
+		return invalid(msg, path, "derived_options", err, "")
+	}
+	return nil
+}
+
+// StreamDetailsV12: One stream with the headers of all its topics at 0.12 (GET_STREAM reply). Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type StreamDetailsV12 struct {
+	StreamResponseV12
+	// The stream's topics.
+	Topics []TopicHeaderV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *StreamDetailsV12) EncodedSize() int {
+	n := 0
+	n += m.StreamResponseV12.EncodedSize()
+	for i := range m.Topics {
+		n += m.Topics[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *StreamDetailsV12) AppendTo(dst []byte) []byte {
+	dst = m.StreamResponseV12.AppendTo(dst)
+	for i := range m.Topics {
+		dst = m.Topics[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *StreamDetailsV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "stream_details_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *StreamDetailsV12) decode(r *wire.Reader, path string) {
+	m.StreamResponseV12.decode(r, path)
+	{
+		o := r.Off()
+		cnt := int(m.TopicsCount)
+		if cnt > r.Remaining()/42 {
+			r.Fail(path, "topics", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Topics = make([]TopicHeaderV12, cnt)
+			p := wire.Join(path, "topics")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				m.Topics[i].decode(r, wire.Join(p, ""))
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *StreamDetailsV12) Validate() error { return m.validate("stream_details_v12", "") }
+
+func (m *StreamDetailsV12) validate(msg, path string) error {
+	if err := m.StreamResponseV12.validate(msg, path); err != nil {
+		return err
+	}
+	if len(m.Topics) != int(m.TopicsCount) {
+		return invalid(msg, path, "topics", wire.ErrConstraint, "length differs from topics_count")
+	}
+	for i := range m.Topics {
+		if err := m.Topics[i].validate(msg, wire.Join(path, "topics")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClusterNodeV12: One node of the cluster at 0.12 (GET_CLUSTER_METADATA); the 0.11 entry behind a replica id. Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type ClusterNodeV12 struct {
+	// Replica id of the node (0 on a single-node server).
+	ReplicaID uint8
+	// Node name.
+	Name string
+	// Node IP address.
+	IP string
+	// TCP listener port.
+	TCPPort uint16
+	// QUIC listener port.
+	QUICPort uint16
+	// HTTP listener port.
+	HTTPPort uint16
+	// WebSocket listener port.
+	WebsocketPort uint16
+	// Leader or follower.
+	Role NodeRole
+	// Node health.
+	Status NodeStatus
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *ClusterNodeV12) EncodedSize() int {
+	n := 0
+	n += 1
+	n += 4 + len(m.Name)
+	n += 4 + len(m.IP)
+	n += 2
+	n += 2
+	n += 2
+	n += 2
+	n += 1
+	n += 1
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *ClusterNodeV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU8(dst, m.ReplicaID)
+	dst = wire.AppendU32LE(dst, uint32(len(m.Name)))
+	dst = append(dst, m.Name...)
+	dst = wire.AppendU32LE(dst, uint32(len(m.IP)))
+	dst = append(dst, m.IP...)
+	dst = wire.AppendU16LE(dst, m.TCPPort)
+	dst = wire.AppendU16LE(dst, m.QUICPort)
+	dst = wire.AppendU16LE(dst, m.HTTPPort)
+	dst = wire.AppendU16LE(dst, m.WebsocketPort)
+	dst = wire.AppendU8(dst, uint8(m.Role))
+	dst = wire.AppendU8(dst, uint8(m.Status))
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *ClusterNodeV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "cluster_node_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *ClusterNodeV12) decode(r *wire.Reader, path string) {
+	m.ReplicaID = r.U8(path, "replica_id")
+	m.Name = r.UTF8(path, "name", int(r.U32LE(path, "name")))
+	m.IP = r.UTF8(path, "ip", int(r.U32LE(path, "ip")))
+	m.TCPPort = r.U16LE(path, "tcp_port")
+	m.QUICPort = r.U16LE(path, "quic_port")
+	m.HTTPPort = r.U16LE(path, "http_port")
+	m.WebsocketPort = r.U16LE(path, "websocket_port")
+	{
+		o := r.Off()
+		m.Role = NodeRole(r.U8(path, "role"))
+		if !r.Failed() && (!m.Role.Valid()) {
+			r.Fail(path, "role", o, wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Role), 10))
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		m.Status = NodeStatus(r.U8(path, "status"))
+		if !r.Failed() && (!m.Status.Valid()) {
+			r.Fail(path, "status", o, wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Status), 10))
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *ClusterNodeV12) Validate() error { return m.validate("cluster_node_v12", "") }
+
+func (m *ClusterNodeV12) validate(msg, path string) error {
+	if !utf8.ValidString(m.Name) {
+		return invalid(msg, path, "name", wire.ErrInvalidUTF8, "")
+	}
+	if !utf8.ValidString(m.IP) {
+		return invalid(msg, path, "ip", wire.ErrInvalidUTF8, "")
+	}
+	if !m.Role.Valid() {
+		return invalid(msg, path, "role", wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Role), 10))
+	}
+	if !m.Status.Valid() {
+		return invalid(msg, path, "status", wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Status), 10))
+	}
+	return nil
+}
+
 // ConsumerGroupResponse: One consumer group without its members (GET_CONSUMER_GROUPS entries).
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.

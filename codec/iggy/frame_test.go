@@ -505,7 +505,7 @@ func TestRequestHeaderValidate(t *testing.T) {
 		{name: "client hi only", h: RequestHeader{Client: wire.U128{Hi: 1}, Operation: OperationRegister}},
 		{name: "operation zero", h: RequestHeader{Client: testClient}, wantErr: wire.ErrUnknownDiscriminant, wantField: "operation"},
 		{name: "operation 4", h: RequestHeader{Client: testClient, Operation: 4, Session: 1, Request: 1}, wantErr: wire.ErrUnknownDiscriminant, wantField: "operation"},
-		{name: "operation 150", h: RequestHeader{Client: testClient, Operation: 150, Session: 1, Request: 1}, wantErr: wire.ErrUnknownDiscriminant, wantField: "operation"},
+		{name: "operation 151", h: RequestHeader{Client: testClient, Operation: 151, Session: 1, Request: 1}, wantErr: wire.ErrUnknownDiscriminant, wantField: "operation"},
 		{name: "operation 163", h: RequestHeader{Client: testClient, Operation: 163, Session: 1, Request: 1}, wantErr: wire.ErrUnknownDiscriminant, wantField: "operation"},
 		{name: "register with session", h: RequestHeader{Client: testClient, Operation: OperationRegister, Session: 5}, wantErr: wire.ErrConstraint, wantField: "session"},
 		{name: "register with request", h: RequestHeader{Client: testClient, Operation: OperationRegister, Request: 1}, wantErr: wire.ErrConstraint, wantField: "request"},

@@ -54,13 +54,13 @@ func (*GetClusterMetadataRequest) Code() uint32 { return CodeGetClusterMetadata 
 // Operation returns the operation byte the request travels with.
 func (*GetClusterMetadataRequest) Operation() Operation { return OperationNonReplicated }
 
-// GetClusterMetadataResponse is the response body of GET_CLUSTER_METADATA.
+// GetClusterMetadataResponse is the response body of GET_CLUSTER_METADATA in protocol 0.11.0.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type GetClusterMetadataResponse struct {
 	// Cluster name.
 	Name string
-	// The cluster's nodes.
+	// The cluster's nodes. Until protocol 0.12.0 (retired there).
 	Nodes []ClusterNode
 }
 
@@ -119,6 +119,82 @@ func (m *GetClusterMetadataResponse) Validate() error {
 }
 
 func (m *GetClusterMetadataResponse) validate(msg, path string) error {
+	if !utf8.ValidString(m.Name) {
+		return invalid(msg, path, "name", wire.ErrInvalidUTF8, "")
+	}
+	for i := range m.Nodes {
+		if err := m.Nodes[i].validate(msg, wire.Join(path, "nodes")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetClusterMetadataResponseV12 is the response body of GET_CLUSTER_METADATA in protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type GetClusterMetadataResponseV12 struct {
+	// Cluster name.
+	Name string
+	// The cluster's nodes, each with its replica id. Since protocol 0.12.0.
+	Nodes []ClusterNodeV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *GetClusterMetadataResponseV12) EncodedSize() int {
+	n := 0
+	n += 4 + len(m.Name)
+	n += 4
+	for i := range m.Nodes {
+		n += m.Nodes[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *GetClusterMetadataResponseV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, uint32(len(m.Name)))
+	dst = append(dst, m.Name...)
+	dst = wire.AppendU32LE(dst, uint32(len(m.Nodes)))
+	for i := range m.Nodes {
+		dst = m.Nodes[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *GetClusterMetadataResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "get_cluster_metadata.response")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *GetClusterMetadataResponseV12) decode(r *wire.Reader, path string) {
+	m.Name = r.UTF8(path, "name", int(r.U32LE(path, "name")))
+	{
+		o := r.Off()
+		cnt := int(r.U32LE(path, "nodes"))
+		if cnt > r.Remaining()/19 {
+			r.Fail(path, "nodes", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Nodes = make([]ClusterNodeV12, cnt)
+			p := wire.Join(path, "nodes")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				m.Nodes[i].decode(r, wire.Join(p, ""))
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *GetClusterMetadataResponseV12) Validate() error {
+	return m.validate("get_cluster_metadata.response", "")
+}
+
+func (m *GetClusterMetadataResponseV12) validate(msg, path string) error {
 	if !utf8.ValidString(m.Name) {
 		return invalid(msg, path, "name", wire.ErrInvalidUTF8, "")
 	}

@@ -99,7 +99,7 @@ func (*PollMessagesRequest) Code() uint32 { return CodePollMessages }
 // Operation returns the operation byte the request travels with.
 func (*PollMessagesRequest) Operation() Operation { return OperationNonReplicated }
 
-// PollMessagesResponse is the response body of POLL_MESSAGES.
+// PollMessagesResponse is the response body of POLL_MESSAGES in protocol 0.11.0.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type PollMessagesResponse struct {
@@ -159,6 +159,80 @@ func (m *PollMessagesResponse) decode(r *wire.Reader, path string) {
 func (m *PollMessagesResponse) Validate() error { return m.validate("poll_messages.response", "") }
 
 func (m *PollMessagesResponse) validate(msg, path string) error {
+	if err := CheckBatches(m.Batches); err != nil {
+		return invalid(msg, path, "batches", err, "")
+	}
+	return nil
+}
+
+// PollMessagesResponseV12 is the response body of POLL_MESSAGES in protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type PollMessagesResponseV12 struct {
+	// The polled partition, or 4294967295 to tell a group member to re-sync.
+	PartitionID uint32
+	// Offset of the partition's last committed message (0 when empty).
+	CurrentOffset uint64
+	// Total number of messages in the records that follow.
+	Count uint32
+	// Fence context of the polled partition (the reply head is 40 bytes at 0.12; edge crate layout). Since protocol 0.12.0.
+	Context PartitionContext
+	// Zero or more batch records in offset order; offset = base_offset + offset_delta.
+	Batches []byte
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *PollMessagesResponseV12) EncodedSize() int {
+	n := 0
+	n += 4
+	n += 8
+	n += 4
+	n += m.Context.EncodedSize()
+	n += len(m.Batches)
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *PollMessagesResponseV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, m.PartitionID)
+	dst = wire.AppendU64LE(dst, m.CurrentOffset)
+	dst = wire.AppendU32LE(dst, m.Count)
+	dst = m.Context.AppendTo(dst)
+	dst = append(dst, m.Batches...)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *PollMessagesResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "poll_messages.response")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *PollMessagesResponseV12) decode(r *wire.Reader, path string) {
+	m.PartitionID = r.U32LE(path, "partition_id")
+	m.CurrentOffset = r.U64LE(path, "current_offset")
+	m.Count = r.U32LE(path, "count")
+	m.Context.decode(r, wire.Join(path, "context"))
+	{
+		o := r.Off()
+		m.Batches = r.Rest(path, "batches")
+		if !r.Failed() {
+			if err := CheckBatches(m.Batches); err != nil {
+				r.Fail(path, "batches", o, err, "")
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *PollMessagesResponseV12) Validate() error { return m.validate("poll_messages.response", "") }
+
+func (m *PollMessagesResponseV12) validate(msg, path string) error {
+	if err := m.Context.validate(msg, wire.Join(path, "context")); err != nil {
+		return err
+	}
 	if err := CheckBatches(m.Batches); err != nil {
 		return invalid(msg, path, "batches", err, "")
 	}

@@ -564,7 +564,7 @@ const (
 	OperationTruncatePartition Operation = 68
 	// OperationCreateStream: CREATE_STREAM (202).
 	OperationCreateStream Operation = 128
-	// OperationUpdateStream: UPDATE_STREAM (204). Expected to be retired in 0.12 together with code 204 (inferred, not confirmed, so no until is set).
+	// OperationUpdateStream: UPDATE_STREAM (204). Retired in 0.12 with code 204; UPDATE_RESOURCE replaces it (0.10 upgrading page). Until protocol 0.12.0 (retired there).
 	OperationUpdateStream Operation = 129
 	// OperationDeleteStream: DELETE_STREAM (203).
 	OperationDeleteStream Operation = 130
@@ -572,7 +572,7 @@ const (
 	OperationPurgeStream Operation = 131
 	// OperationCreateTopic: CREATE_TOPIC (302).
 	OperationCreateTopic Operation = 132
-	// OperationUpdateTopic: UPDATE_TOPIC (304). Expected to be retired in 0.12 together with code 304 (inferred, not confirmed, so no until is set).
+	// OperationUpdateTopic: UPDATE_TOPIC (304). Retired in 0.12 with code 304; UPDATE_RESOURCE replaces it (0.10 upgrading page). Until protocol 0.12.0 (retired there).
 	OperationUpdateTopic Operation = 133
 	// OperationDeleteTopic: DELETE_TOPIC (303).
 	OperationDeleteTopic Operation = 134
@@ -590,7 +590,7 @@ const (
 	OperationDeleteConsumerGroup Operation = 140
 	// OperationCreateUser: CREATE_USER (33).
 	OperationCreateUser Operation = 141
-	// OperationUpdateUser: UPDATE_USER (35). Expected to be retired in 0.12 together with code 35 (inferred, not confirmed, so no until is set).
+	// OperationUpdateUser: UPDATE_USER (35). Retired in 0.12 with code 35; UPDATE_RESOURCE replaces it (0.10 upgrading page). Until protocol 0.12.0 (retired there).
 	OperationUpdateUser Operation = 142
 	// OperationDeleteUser: DELETE_USER (34).
 	OperationDeleteUser Operation = 143
@@ -606,6 +606,8 @@ const (
 	OperationJoinConsumerGroup Operation = 148
 	// OperationLeaveConsumerGroup: LEAVE_CONSUMER_GROUP (605).
 	OperationLeaveConsumerGroup Operation = 149
+	// OperationUpdateResource: UPDATE_RESOURCE (16): set/reset patch of a stream, topic or user (0.10 commands page). Since protocol 0.12.0.
+	OperationUpdateResource Operation = 150
 	// OperationSendMessages: SEND_MESSAGES (101). Partition plane: not deduplicated in 0.11 and does not advance the request counter; a status-0 reply with an empty body is a failure.
 	OperationSendMessages Operation = 160
 	// OperationStoreConsumerOffset: STORE_CONSUMER_OFFSET (121); partition plane, does not advance the request counter.
@@ -698,6 +700,8 @@ func (o Operation) String() string {
 		return "JoinConsumerGroup"
 	case OperationLeaveConsumerGroup:
 		return "LeaveConsumerGroup"
+	case OperationUpdateResource:
+		return "UpdateResource"
 	case OperationSendMessages:
 		return "SendMessages"
 	case OperationStoreConsumerOffset:
@@ -718,7 +722,7 @@ func (o Operation) Plane() Plane {
 		return PlaneSession
 	case OperationNonReplicated:
 		return PlaneNonReplicated
-	case OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup:
+	case OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup, OperationUpdateResource:
 		return PlaneMetadata
 	case OperationSendMessages, OperationStoreConsumerOffset, OperationDeleteConsumerOffset:
 		return PlanePartition
@@ -733,7 +737,7 @@ func (o Operation) Plane() Plane {
 // ResultFramed reports whether a reply with operation o starts with the result section (reference §1.6). Register replies are result-framed only when their body is non-empty: see ResultFramedWhenBody.
 func (o Operation) ResultFramed() bool {
 	switch o {
-	case OperationCreateTopicWithAssignments, OperationCreatePartitionsWithAssignments, OperationRemoveConsumerGroupMember, OperationCompleteConsumerGroupRevocation, OperationTruncatePartition, OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup, OperationStoreConsumerOffset, OperationDeleteConsumerOffset:
+	case OperationCreateTopicWithAssignments, OperationCreatePartitionsWithAssignments, OperationRemoveConsumerGroupMember, OperationCompleteConsumerGroupRevocation, OperationTruncatePartition, OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup, OperationUpdateResource, OperationStoreConsumerOffset, OperationDeleteConsumerOffset:
 		return true
 	}
 	return false
@@ -747,7 +751,7 @@ func (o Operation) ResultFramedWhenBody() bool {
 // ClientSendable reports whether a client may send operation o.
 func (o Operation) ClientSendable() bool {
 	switch o {
-	case OperationRegister, OperationNonReplicated, OperationLogout, OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationDeleteSegments, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup, OperationSendMessages, OperationStoreConsumerOffset, OperationDeleteConsumerOffset:
+	case OperationRegister, OperationNonReplicated, OperationLogout, OperationCreateStream, OperationUpdateStream, OperationDeleteStream, OperationPurgeStream, OperationCreateTopic, OperationUpdateTopic, OperationDeleteTopic, OperationPurgeTopic, OperationCreatePartitions, OperationDeletePartitions, OperationDeleteSegments, OperationCreateConsumerGroup, OperationDeleteConsumerGroup, OperationCreateUser, OperationUpdateUser, OperationDeleteUser, OperationChangePassword, OperationUpdatePermissions, OperationCreatePersonalAccessToken, OperationDeletePersonalAccessToken, OperationJoinConsumerGroup, OperationLeaveConsumerGroup, OperationUpdateResource, OperationSendMessages, OperationStoreConsumerOffset, OperationDeleteConsumerOffset:
 		return true
 	}
 	return false
@@ -775,7 +779,7 @@ func (o Operation) ValidIn(p ProtocolVersion) bool {
 	case OperationCreateStream:
 		return true
 	case OperationUpdateStream:
-		return true
+		return p < Protocol012
 	case OperationDeleteStream:
 		return true
 	case OperationPurgeStream:
@@ -783,7 +787,7 @@ func (o Operation) ValidIn(p ProtocolVersion) bool {
 	case OperationCreateTopic:
 		return true
 	case OperationUpdateTopic:
-		return true
+		return p < Protocol012
 	case OperationDeleteTopic:
 		return true
 	case OperationPurgeTopic:
@@ -801,7 +805,7 @@ func (o Operation) ValidIn(p ProtocolVersion) bool {
 	case OperationCreateUser:
 		return true
 	case OperationUpdateUser:
-		return true
+		return p < Protocol012
 	case OperationDeleteUser:
 		return true
 	case OperationChangePassword:
@@ -816,6 +820,8 @@ func (o Operation) ValidIn(p ProtocolVersion) bool {
 		return true
 	case OperationLeaveConsumerGroup:
 		return true
+	case OperationUpdateResource:
+		return p >= Protocol012
 	case OperationSendMessages:
 		return true
 	case OperationStoreConsumerOffset:
