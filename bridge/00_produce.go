@@ -92,10 +92,9 @@ const produceMaxVersion = 13
 // door's default frame limit (proxy.DefaultMaxFrameBytes).
 const produceDecompressBudget = 100 << 20
 
-// producer serves Produce; it holds the topic-id index of v13.
+// producer serves Produce.
 type producer struct {
-	b   *Bridge
-	ids *topicIDIndex
+	b *Bridge
 }
 
 // decoderPool recycles RecordDecoders (their scratch buffers and codec
@@ -103,9 +102,11 @@ type producer struct {
 var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
 
 func (b *Bridge) produceAPI() API {
-	p := &producer{b: b, ids: newTopicIDIndex(b)}
+	p := &producer{b: b}
 	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true}
 }
+
+func init() { registerAPI((*Bridge).produceAPI) }
 
 // produceSend is one partition's mapped messages waiting to be sent.
 type produceSend struct {
@@ -237,7 +238,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, kerr.InvalidTopicException.Code
 		}
-		name, info, err := p.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := p.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, b, rq, err, name, "produce: topic id lookup failed")
 		}
@@ -261,26 +262,6 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		return name, nil, dataErrCode(ctx, b, rq, err, name, "produce: topic lookup failed")
 	}
 	return name, info, 0
-}
-
-// checkPartition answers UNKNOWN_TOPIC_OR_PARTITION for a partition the
-// topic does not have, asking Iggy again once when the cached lookup may
-// predate added partitions. It returns the lookup to use from then on.
-func checkPartition(ctx context.Context, b *Bridge, info *iggy.TopicInfo, partition int32) (int16, *iggy.TopicInfo) {
-	if partition < 0 {
-		return kerr.UnknownTopicOrPartition.Code, info
-	}
-	if uint32(partition) < info.PartitionsCount {
-		return 0, info
-	}
-	fresh, err := b.iggy.RefreshTopic(ctx, info.Ref)
-	if err != nil {
-		return kafkaCode(err, scopeData), info
-	}
-	if uint32(partition) < fresh.PartitionsCount {
-		return 0, fresh
-	}
-	return kerr.UnknownTopicOrPartition.Code, fresh
 }
 
 // mapRecords maps one partition's records into Iggy messages. It returns
@@ -359,19 +340,4 @@ func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
 	}
 	s.rp.BaseOffset = base
 	p.b.notify.wake(s.topic, s.partition)
-}
-
-// dataErrCode maps an Iggy failure of a data API to its Kafka code and logs
-// the failures without a specific code (UNKNOWN_SERVER_ERROR) with their
-// Iggy code, and the others (and everything after the client left: ctx
-// done) at debug level.
-func dataErrCode(ctx context.Context, b *Bridge, rq *Request, err error, topic, msg string) int16 {
-	code := kafkaCode(err, scopeData)
-	ev := b.log.Debug()
-	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
-		ev = b.log.Warn()
-	}
-	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
-		Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
-	return code
 }

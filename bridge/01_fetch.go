@@ -69,9 +69,6 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,23 +104,10 @@ const (
 	fetchPartCacheMax = 1 << 16
 )
 
-// fetchConsumer is the single consumer every read polls with: numeric id
-// 0x6b616667 ("kafg"). Reads use strategies Offset, First, Last and
-// Timestamp and never auto-commit, so no offset is ever stored under it.
-var fetchConsumer = icodec.Consumer{
-	Kind: icodec.ConsumerKindConsumer,
-	ID:   icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{0x67, 0x66, 0x61, 0x6b}},
-}
-
-// fetchBufPool holds the record bytes of Fetch responses; fetchResponse
-// returns its buffer once encoded.
-var fetchBufPool bytebufferpool.Pool
-
-// fetcher serves Fetch: it owns the topic-id index of v13+, the
-// per-partition cache and a pool of batch writers.
+// fetcher serves Fetch: it owns the per-partition cache and a pool of
+// batch writers.
 type fetcher struct {
 	b       *Bridge
-	ids     *topicIDIndex
 	parts   partCache
 	writers sync.Pool
 	skipped atomic.Uint64
@@ -131,12 +115,14 @@ type fetcher struct {
 }
 
 func (b *Bridge) fetchAPI() API {
-	f := &fetcher{b: b, ids: newTopicIDIndex(b)}
+	f := &fetcher{b: b}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle}
 }
+
+func init() { registerAPI((*Bridge).fetchAPI) }
 
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
 func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
@@ -387,15 +373,6 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	return &fetchResponse{FetchResponse: resp, buf: buf}, nil
 }
 
-// receivedAt is when the request arrived (now for callers that did not
-// stamp it).
-func receivedAt(rq *Request) time.Time {
-	if rq.Received.IsZero() {
-		return time.Now()
-	}
-	return rq.Received
-}
-
 // wait is the long poll: it reads every partition again when a local
 // produce wakes it, and when the re-poll interval finds a partition whose
 // log end moved, until min bytes are there, a partition fails, the deadline
@@ -527,7 +504,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, 0
 		}
-		name, info, err := f.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := f.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, f.b, rq, err, name, "fetch: topic id lookup failed")
 		}
@@ -732,122 +709,6 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	return dst, r
 }
 
-// downConvert rewrites the record batches v2 in dst[from:] (as
-// KafkaBatchWriter writes them: uncompressed) as a message set of magic 0
-// (Fetch v0-v1) or 1 (Fetch v2-v3), as Kafka down-converts for old
-// consumers: one message per record, offset and key and value kept, magic 1
-// with the record's CreateTime, headers dropped (the old formats have
-// none). Messages that would take the set past limit are left out (the
-// consumer fetches them next time), except the first one with atLeastOne.
-func downConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) []byte {
-	tmp := fetchBufPool.Get()
-	defer fetchBufPool.Put(tmp)
-	out := tmp.B[:0]
-	in := dst[from:]
-	n := 0
-	for len(in) >= kbHeaderSize {
-		size := int(binary.BigEndian.Uint32(in[kbLength:])) + kbLeaderEpoch
-		if size < kbHeaderSize || size > len(in) {
-			break
-		}
-		batch := in[:size]
-		in = in[size:]
-		base := int64(binary.BigEndian.Uint64(batch[kbBaseOffset:]))
-		firstTS := int64(binary.BigEndian.Uint64(batch[kbFirstTimestamp:]))
-		recs := batch[kbHeaderSize:]
-		for len(recs) > 0 {
-			length, k := kbin.Varint(recs)
-			if k <= 0 || length < 0 || int(length) > len(recs)-k {
-				break
-			}
-			rec := recs[k : k+int(length)]
-			recs = recs[k+int(length):]
-			key, value, tsDelta, offDelta, ok := parseOwnRecord(rec)
-			if !ok {
-				break
-			}
-			before := len(out)
-			out = appendLegacyMessage(out, magic, base+int64(offDelta), firstTS+tsDelta, key, value)
-			if len(out) > limit && (n > 0 || !atLeastOne) {
-				out = out[:before]
-				in = nil
-				break
-			}
-			n++
-		}
-	}
-	dst = append(dst[:from], out...)
-	tmp.B = out
-	return dst
-}
-
-// parseOwnRecord reads one record v2 body as KafkaBatchWriter writes it;
-// null key or value come back as nil.
-func parseOwnRecord(rec []byte) (key, value []byte, tsDelta int64, offDelta int32, ok bool) {
-	if len(rec) < 1 {
-		return nil, nil, 0, 0, false
-	}
-	rec = rec[1:] // attributes
-	var k int
-	if tsDelta, k = kbin.Varlong(rec); k <= 0 {
-		return nil, nil, 0, 0, false
-	}
-	rec = rec[k:]
-	if offDelta, k = kbin.Varint(rec); k <= 0 {
-		return nil, nil, 0, 0, false
-	}
-	rec = rec[k:]
-	if key, rec, ok = ownVarBytes(rec); !ok {
-		return nil, nil, 0, 0, false
-	}
-	if value, _, ok = ownVarBytes(rec); !ok {
-		return nil, nil, 0, 0, false
-	}
-	return key, value, tsDelta, offDelta, true
-}
-
-// ownVarBytes reads varint-length bytes (-1 = nil).
-func ownVarBytes(b []byte) ([]byte, []byte, bool) {
-	n, k := kbin.Varint(b)
-	if k <= 0 || n < -1 || int(n) > len(b)-k {
-		return nil, b, false
-	}
-	b = b[k:]
-	if n < 0 {
-		return nil, b, true
-	}
-	return b[:n:n], b[n:], true
-}
-
-// appendLegacyMessage appends one message of magic 0 or 1 with its offset
-// and size prefix: crc (IEEE) | magic | attributes | [timestamp] | key |
-// value, lengths as int32 (-1 = null).
-func appendLegacyMessage(dst []byte, magic int8, offset, ts int64, key, value []byte) []byte {
-	size := 4 + 1 + 1 + 4 + len(key) + 4 + len(value)
-	if magic == 1 {
-		size += 8
-	}
-	dst = binary.BigEndian.AppendUint64(dst, uint64(offset))
-	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
-	crcAt := len(dst)
-	dst = append(dst, 0, 0, 0, 0, byte(magic), 0)
-	if magic == 1 {
-		dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
-	}
-	dst = appendLegacyBytes(dst, key)
-	dst = appendLegacyBytes(dst, value)
-	binary.BigEndian.PutUint32(dst[crcAt:], crc32.ChecksumIEEE(dst[crcAt+4:]))
-	return dst
-}
-
-func appendLegacyBytes(dst, b []byte) []byte {
-	if b == nil {
-		return binary.BigEndian.AppendUint32(dst, math.MaxUint32) // -1
-	}
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
-	return append(dst, b...)
-}
-
 // hwWhenEmpty derives the high watermark from an empty poll at offset:
 // current_offset > 0 means the log ends at current+1; current 0 is either an
 // empty partition or one holding only offset 0. A poll that asked for
@@ -886,43 +747,9 @@ func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, 
 	return ls, nil
 }
 
-// firstOffset polls the first retained message; with none it answers hw
-// (the log starts where it ends). hw < 0 means unknown: then the poll's
-// current offset decides.
-func firstOffset(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
-	p, err := pollIggy(ctx, b, ref, partition, icodec.PollingKindFirst, 0, 1)
-	if err != nil {
-		return 0, err
-	}
-	defer p.Release()
-	it := p.Messages()
-	if it.Next() {
-		return int64(it.Message().Offset), nil
-	}
-	if hw >= 0 {
-		return hw, nil
-	}
-	if p.CurrentOffset > 0 {
-		return int64(p.CurrentOffset) + 1, nil
-	}
-	return 0, nil
-}
-
 // poll runs one single-consumer poll of a partition.
 func (f *fetcher) poll(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
 	return pollIggy(ctx, f.b, ref, partition, kind, value, count)
-}
-
-// pollIggy runs one single-consumer poll (fetchConsumer, no auto-commit).
-func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
-		Consumer:    fetchConsumer,
-		StreamID:    ref.StreamID(),
-		TopicID:     ref.TopicID(),
-		PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(partition)},
-		Strategy:    icodec.PollingStrategy{Kind: kind, Value: value},
-		Count:       count,
-	})
 }
 
 // fetchPollCount is the message count of the next poll: what remaining
@@ -994,116 +821,4 @@ func (c *partCache) setLogStart(k partKey, ls int64) {
 
 func (c *partCache) setAvg(k partKey, avg int) {
 	c.update(k, func(s *partState) { s.avg = avg })
-}
-
-// topicIDIndex maps Kafka topic ids (topicID) back to topic names for the
-// APIs that name topics by id (Produce v13, Fetch v13+). Ids are derived,
-// not stored, so an id the index does not know triggers a scan: one
-// GET_TOPICS of the default stream (its topic headers carry what topicID
-// hashes) plus the overrides' cached lookups. Scans are single-flight, and
-// a request does not scan again when a scan started after it arrived.
-type topicIDIndex struct {
-	b         *Bridge
-	mu        sync.Mutex
-	byID      map[[16]byte]topicIDEntry
-	scanMu    sync.Mutex // one scan at a time
-	lastStart time.Time  // when the last completed scan started
-}
-
-// topicIDEntry is one known id: the Kafka name and the lookup it was
-// computed from (the same cached lookup needs no new hash).
-type topicIDEntry struct {
-	name string
-	info *iggy.TopicInfo
-}
-
-func newTopicIDIndex(b *Bridge) *topicIDIndex {
-	return &topicIDIndex{b: b, byID: map[[16]byte]topicIDEntry{}}
-}
-
-// lookup returns the topic whose id is id; a nil TopicInfo (and nil error)
-// when no topic has it. received is when the request arrived.
-func (x *topicIDIndex) lookup(ctx context.Context, id [16]byte, received time.Time) (string, *iggy.TopicInfo, error) {
-	if name, info, err := x.cached(ctx, id); info != nil || err != nil {
-		return name, info, err
-	}
-	x.scanMu.Lock()
-	defer x.scanMu.Unlock()
-	if x.lastStart.After(received) {
-		// A scan that started after the request arrived found nothing new
-		// for it (or did, and the cache has it now).
-		return x.cached(ctx, id)
-	}
-	start := time.Now()
-	m, err := x.scan(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	x.mu.Lock()
-	x.byID = m
-	x.mu.Unlock()
-	x.lastStart = start
-	return x.cached(ctx, id)
-}
-
-// scan computes the id of every Kafka topic.
-func (x *topicIDIndex) scan(ctx context.Context) (map[[16]byte]topicIDEntry, error) {
-	b := x.b
-	m := map[[16]byte]topicIDEntry{}
-	stream := b.cfg.Topics.DefaultStream
-	var resp icodec.GetTopicsResponse
-	switch err := b.iggy.Do(ctx, &icodec.GetTopicsRequest{StreamID: iggy.TopicRef{Stream: stream}.StreamID()}, &resp); {
-	case err == nil:
-		for i := range resp.Topics {
-			ref := iggy.TopicRef{Stream: stream, Topic: resp.Topics[i].Name}
-			name, ok := b.topics.kafkaName(ref)
-			if !ok {
-				continue
-			}
-			if _, moved := b.topics.override[name]; moved {
-				continue // an override's id is computed from its own topic below
-			}
-			m[topicID(&iggy.TopicInfo{Ref: ref, Details: icodec.TopicDetails{TopicHeader: resp.Topics[i]}})] = topicIDEntry{name: name}
-		}
-	case iggy.IsNotFound(err):
-	default:
-		return nil, err
-	}
-	for name, ref := range b.topics.override {
-		info, err := b.iggy.GetTopic(ctx, ref)
-		if err != nil {
-			if iggy.IsNotFound(err) {
-				continue
-			}
-			return nil, err
-		}
-		m[topicID(info)] = topicIDEntry{name: name, info: info}
-	}
-	return m, nil
-}
-
-// cached resolves id through the index, checking that the named topic
-// still has that id (a topic recreated under the same name has another).
-func (x *topicIDIndex) cached(ctx context.Context, id [16]byte) (string, *iggy.TopicInfo, error) {
-	x.mu.Lock()
-	e, ok := x.byID[id]
-	x.mu.Unlock()
-	if !ok {
-		return "", nil, nil
-	}
-	info, err := x.b.lookupTopic(ctx, e.name)
-	switch {
-	case err == nil && (info == e.info || topicID(info) == id):
-		if info != e.info {
-			x.mu.Lock()
-			if cur, ok := x.byID[id]; ok && cur.name == e.name {
-				x.byID[id] = topicIDEntry{name: e.name, info: info}
-			}
-			x.mu.Unlock()
-		}
-		return e.name, info, nil
-	case err != nil && !iggy.IsNotFound(err):
-		return e.name, nil, err
-	}
-	return "", nil, nil
 }

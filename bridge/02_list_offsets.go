@@ -89,6 +89,8 @@ func (b *Bridge) listOffsetsAPI() API {
 	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle}
 }
 
+func init() { registerAPI((*Bridge).listOffsetsAPI) }
+
 func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)

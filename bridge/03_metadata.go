@@ -28,20 +28,18 @@ package bridge
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
-	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 func (b *Bridge) metadataAPI() API {
 	return API{Key: 3, Name: "Metadata", MinVersion: 0, MaxVersion: 13, Handle: b.handleMetadata}
 }
+
+func init() { registerAPI((*Bridge).metadataAPI) }
 
 func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.MetadataRequest)
@@ -84,13 +82,9 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 		}
 		wants = append(wants, want{name: consumerOffsetsTopic})
 	} else {
-		var byID map[[16]byte]string
 		for _, t := range req.Topics {
 			if t.Topic == nil {
-				if byID == nil {
-					byID = b.topicsByID(ctx)
-				}
-				n, ok := byID[t.TopicID]
+				n, ok := b.topicIDs.name(ctx, t.TopicID, receivedAt(rq))
 				if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 					n, ok = consumerOffsetsTopic, false
 				}
@@ -156,47 +150,4 @@ func (b *Bridge) selfLed(node, p int32) kmsg.MetadataResponseTopicPartition {
 	rp.Replicas = []int32{node}
 	rp.ISR = []int32{node}
 	return rp
-}
-
-// topicsByID maps the topic ids of every listed topic to their names.
-func (b *Bridge) topicsByID(ctx context.Context) map[[16]byte]string {
-	out := map[[16]byte]string{}
-	names, err := b.listTopics(ctx)
-	if err != nil {
-		return out
-	}
-	for _, n := range names {
-		if info, err := b.lookupTopic(ctx, n); err == nil {
-			out[topicID(info)] = n
-		}
-	}
-	return out
-}
-
-// clusterIDFor returns the cluster id, deriving it once from
-// GET_CLUSTER_METADATA; while Iggy cannot be asked it returns "" and tries
-// again next time.
-func (b *Bridge) clusterIDFor(ctx context.Context) string {
-	b.clusterMu.Lock()
-	defer b.clusterMu.Unlock()
-	if b.clusterID != "" {
-		return b.clusterID
-	}
-	var md icodec.GetClusterMetadataResponse
-	if err := b.iggy.Do(ctx, &icodec.GetClusterMetadataRequest{}, &md); err != nil {
-		return ""
-	}
-	names := make([]string, 0, len(md.Nodes))
-	for _, n := range md.Nodes {
-		names = append(names, n.Name)
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	h.Write([]byte(md.Name))
-	for _, n := range names {
-		h.Write([]byte{0})
-		h.Write([]byte(n))
-	}
-	b.clusterID = base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
-	return b.clusterID
 }

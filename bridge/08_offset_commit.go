@@ -45,7 +45,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,43 +52,17 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
-// offsetGroupGate is what the offsets APIs ask the group coordinator
-// (groups.go; *groupCoordinator satisfies it).
-type offsetGroupGate interface {
-	validateCommit(groupID, memberID string, generation int32, instanceID *string) int16
-	offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool)
-	snapshot(groupID string) (groupSnapshot, bool)
-}
-
-// commitGate returns the group coordinator's checks; nil when the bridge
-// has no coordinator (then every commit is accepted).
-func (b *Bridge) commitGate() offsetGroupGate {
-	if b.groups == nil {
-		return nil
-	}
-	return b.groups
-}
-
-// offsetsScoped turns the retriable codes of the data scope (what the
-// shared partition check answers) into the offsets scope's.
-func offsetsScoped(code int16) int16 {
-	switch code {
-	case kerr.NotLeaderForPartition.Code, kerr.RequestTimedOut.Code:
-		return kerr.CoordinatorLoadInProgress.Code
-	}
-	return code
-}
-
 // offsetCommitter serves OffsetCommit.
 type offsetCommitter struct {
-	b   *Bridge
-	ids *topicIDIndex
+	b *Bridge
 }
 
 func (b *Bridge) offsetCommitAPI() API {
-	c := &offsetCommitter{b: b, ids: newTopicIDIndex(b)}
+	c := &offsetCommitter{b: b}
 	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle, Completes: true}
 }
+
+func init() { registerAPI((*Bridge).offsetCommitAPI) }
 
 // commitWrite is one partition to write.
 type commitWrite struct {
@@ -196,7 +169,7 @@ func (c *offsetCommitter) checkGroup(rq *Request, req *kmsg.OffsetCommitRequest)
 func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.OffsetCommitRequestTopic) (string, *iggy.TopicInfo, int16) {
 	b := c.b
 	if rq.Version >= 10 {
-		name, info, err := c.ids.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := c.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return name, nil, offsetErrCode(ctx, b, rq, err, "", name, "offset commit: topic id lookup failed")
 		}
@@ -222,21 +195,4 @@ func setCommitCodes(resp *kmsg.OffsetCommitResponse, code int16) {
 			resp.Topics[i].Partitions[j].ErrorCode = code
 		}
 	}
-}
-
-// offsetErrCode maps an Iggy failure of an offsets write to its Kafka code
-// and logs it: UNKNOWN_SERVER_ERROR at warn level with the Iggy code, the
-// rest at debug level.
-func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
-	code := kafkaCode(err, scopeOffsets)
-	if code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode) {
-		code = kerr.CoordinatorLoadInProgress.Code // the auto probe failed: retry
-	}
-	ev := b.log.Debug()
-	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
-		ev = b.log.Warn()
-	}
-	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
-		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
-	return code
 }

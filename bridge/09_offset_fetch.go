@@ -58,14 +58,15 @@ const offsetFetchGroupsParallel = 4
 
 // offsetFetcher serves OffsetFetch.
 type offsetFetcher struct {
-	b   *Bridge
-	ids *topicIDIndex
+	b *Bridge
 }
 
 func (b *Bridge) offsetFetchAPI() API {
-	f := &offsetFetcher{b: b, ids: newTopicIDIndex(b)}
+	f := &offsetFetcher{b: b}
 	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle}
 }
+
+func init() { registerAPI((*Bridge).offsetFetchAPI) }
 
 // fetchWant is one requested topic.
 type fetchWant struct {
@@ -239,7 +240,7 @@ func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group strin
 // not exist) or by id (UNKNOWN_TOPIC_ID when no topic has it).
 func (f *offsetFetcher) resolve(ctx context.Context, rq *Request, group string, w *fetchWant) (string, *iggy.TopicInfo, int16) {
 	if w.byID {
-		name, info, err := f.ids.lookup(ctx, w.id, receivedAt(rq))
+		name, info, err := f.b.topicIDs.lookup(ctx, w.id, receivedAt(rq))
 		if err != nil {
 			return name, nil, f.readFailed(ctx, rq, err, group, name, "offset fetch: topic id lookup failed")
 		}

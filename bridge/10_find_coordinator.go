@@ -40,6 +40,8 @@ func (b *Bridge) findCoordinatorAPI() API {
 	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator}
 }
 
+func init() { registerAPI((*Bridge).findCoordinatorAPI) }
+
 func (b *Bridge) handleFindCoordinator(_ context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)

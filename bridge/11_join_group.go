@@ -55,6 +55,8 @@ func (b *Bridge) joinGroupAPI() API {
 	return API{Key: 11, Name: "JoinGroup", MinVersion: 0, MaxVersion: 9, Handle: b.handleJoinGroup}
 }
 
+func init() { registerAPI((*Bridge).joinGroupAPI) }
+
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)

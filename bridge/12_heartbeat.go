@@ -25,6 +25,8 @@ func (b *Bridge) heartbeatAPI() API {
 	return API{Key: 12, Name: "Heartbeat", MinVersion: 0, MaxVersion: 4, Handle: b.handleHeartbeat}
 }
 
+func init() { registerAPI((*Bridge).heartbeatAPI) }
+
 func (b *Bridge) handleHeartbeat(_ context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)

@@ -29,6 +29,8 @@ func (b *Bridge) leaveGroupAPI() API {
 	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).leaveGroupAPI) }
+
 func (b *Bridge) handleLeaveGroup(_ context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)

@@ -36,6 +36,8 @@ func (b *Bridge) syncGroupAPI() API {
 	return API{Key: 14, Name: "SyncGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleSyncGroup}
 }
 
+func init() { registerAPI((*Bridge).syncGroupAPI) }
+
 func (b *Bridge) handleSyncGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)

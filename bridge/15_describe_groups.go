@@ -38,6 +38,8 @@ func (b *Bridge) describeGroupsAPI() API {
 	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups}
 }
 
+func init() { registerAPI((*Bridge).describeGroupsAPI) }
+
 func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)

@@ -32,6 +32,8 @@ func (b *Bridge) listGroupsAPI() API {
 	return API{Key: 16, Name: "ListGroups", MinVersion: 0, MaxVersion: 5, Handle: b.handleListGroups}
 }
 
+func init() { registerAPI((*Bridge).listGroupsAPI) }
+
 func (b *Bridge) handleListGroups(_ context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)

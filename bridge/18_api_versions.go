@@ -47,9 +47,6 @@ import (
 //
 // Iggy commands: none
 
-// apiVersionsKey is the Kafka API key of ApiVersions.
-const apiVersionsKey int16 = 18
-
 // ApiVersionsMaxVersion is the highest ApiVersions version this file serves.
 const ApiVersionsMaxVersion int16 = 5
 
@@ -77,6 +74,10 @@ func ApiVersionsAPI(table func() *Table, identity ...func(context.Context) (stri
 			return handleApiVersions(ctx, table(), id, rq)
 		},
 	}
+}
+
+func init() {
+	registerAPI(func(b *Bridge) API { return ApiVersionsAPI(b.Table, b.identity) })
 }
 
 func handleApiVersions(ctx context.Context, t *Table, identity func(context.Context) (string, int32), rq *Request) (kmsg.Response, error) {

@@ -65,6 +65,8 @@ func (b *Bridge) createTopicsAPI() API {
 	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).createTopicsAPI) }
+
 func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.CreateTopicsRequest)
 	if !ok {
@@ -235,54 +237,6 @@ func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *config
 			"Number of partitions %d is above Iggy's limit of %d per topic creation.", partitions, icodec.LimitMaxPartitionsPerRequest)}
 	}
 	return partitions, nil
-}
-
-// checkReplicas checks one manual replica list against a one-broker
-// cluster: non-empty, each broker registered (only self is) and listed once.
-func checkReplicas(replicas []int32, self int32) *configError {
-	if len(replicas) == 0 {
-		return &configError{kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."}
-	}
-	for i, r := range replicas {
-		if r != self {
-			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
-				"The manual partition assignment includes broker %d, but no such broker is registered.", r)}
-		}
-		if i > 0 {
-			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
-				"The manual partition assignment includes the broker %d more than once.", r)}
-		}
-	}
-	return nil
-}
-
-// adminError maps an Iggy failure of an admin request on resource name to
-// a Kafka code and message. Failures without a Kafka equivalent
-// (UNKNOWN_SERVER_ERROR) are logged with their Iggy code and carry the Iggy
-// error as message; mapped ones carry none, as Kafka's do.
-func (b *Bridge) adminError(resource, api string, err error) (int16, string) {
-	code := kafkaCode(err, scopeAdmin)
-	if code != kerr.UnknownServerError.Code {
-		return code, ""
-	}
-	b.log.Warn().Err(err).Str("resource", resource).Uint32("iggy_code", iggyCode(err)).Msg(api + ": iggy call failed")
-	return code, err.Error()
-}
-
-// topicNameProblem returns Kafka's message for a topic name it refuses, or
-// "" for a valid name.
-func topicNameProblem(name string) string {
-	switch {
-	case name == "":
-		return "Topic name is illegal, it can't be empty"
-	case name == "." || name == "..":
-		return `Topic name cannot be "." or ".."`
-	case len(name) > 249:
-		return "Topic name is illegal, it can't be longer than 249 characters, topic name: " + name
-	case validTopicName(name) != nil:
-		return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
-	}
-	return ""
 }
 
 // collisionCheck finds topics whose names differ only by '.' versus '_'

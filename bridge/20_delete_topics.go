@@ -42,6 +42,8 @@ func (b *Bridge) deleteTopicsAPI() API {
 	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).deleteTopicsAPI) }
+
 func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.DeleteTopicsRequest)
 	if !ok {
@@ -82,7 +84,6 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 	}
 	dupDone := map[string]bool{}
 	dupIDDone := map[[16]byte]bool{}
-	var byID map[[16]byte]string
 	for _, t := range topics {
 		switch {
 		case t.Topic == nil && t.TopicID == [16]byte{}:
@@ -108,10 +109,7 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			if byID == nil {
-				byID = b.topicsByID(ctx)
-			}
-			n, ok := byID[t.TopicID]
+			n, ok := b.topicIDs.name(ctx, t.TopicID, receivedAt(rq))
 			if !ok {
 				answer(nil, t.TopicID, kerr.UnknownTopicID.Code, "")
 				continue

@@ -30,6 +30,8 @@ func (b *Bridge) initProducerIDAPI() API {
 	return API{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 5, Handle: b.handleInitProducerID}
 }
 
+func init() { registerAPI((*Bridge).initProducerIDAPI) }
+
 func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)

@@ -42,7 +42,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,6 +52,8 @@ import (
 func (b *Bridge) describeConfigsAPI() API {
 	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs}
 }
+
+func init() { registerAPI((*Bridge).describeConfigsAPI) }
 
 func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.DescribeConfigsRequest)
@@ -139,24 +140,4 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 		return brokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
-}
-
-// brokerDefaults are the defaults topics the gateway creates get.
-func (b *Bridge) brokerDefaults() brokerDefaults {
-	bd := newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
-	bd.fetchMaxBytes = b.cfg.Fetch.MaxBytes
-	return bd
-}
-
-// checkBrokerResource checks a BROKER resource name other than "": it must
-// be this gateway's node id.
-func (b *Bridge) checkBrokerResource(name string) (int16, string) {
-	id, err := strconv.ParseInt(name, 10, 32)
-	if err != nil {
-		return kerr.InvalidRequest.Code, "Broker id must be an integer, but it is: " + name
-	}
-	if self := b.self().NodeID; int32(id) != self {
-		return kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, name)
-	}
-	return 0, ""
 }

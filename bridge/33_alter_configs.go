@@ -40,16 +40,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
-	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 func (b *Bridge) alterConfigsAPI() API {
 	return API{Key: 33, Name: "AlterConfigs", MinVersion: 0, MaxVersion: 2, Handle: b.handleAlterConfigs, Completes: true}
 }
+
+func init() { registerAPI((*Bridge).alterConfigsAPI) }
 
 func (b *Bridge) handleAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.AlterConfigsRequest)
@@ -77,111 +75,4 @@ func (b *Bridge) handleAlterConfigs(ctx context.Context, rq *Request) (kmsg.Resp
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
-}
-
-// alterOutcome is one resource's answer to an alter request.
-type alterOutcome struct {
-	code int16
-	msg  *string // nil when there is nothing to say
-}
-
-// alterResources answers every resource of an AlterConfigs (replace) or
-// IncrementalAlterConfigs request, in request order: a resource named
-// twice is INVALID_REQUEST, the others go through alterResource with the
-// changes ops(i) gives for resource i.
-func (b *Bridge) alterResources(ctx context.Context, keys []resourceKey, ops func(i int) []alterOp, replace, validateOnly bool) []alterOutcome {
-	dups := duplicateResources(keys)
-	out := make([]alterOutcome, len(keys))
-	for i, k := range keys {
-		var msg string
-		if dups[k] {
-			out[i].code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
-		} else {
-			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops(i), replace, validateOnly)
-		}
-		if msg != "" {
-			out[i].msg = &msg
-		}
-	}
-	return out
-}
-
-// resourceKey identifies a config resource of a request.
-type resourceKey struct {
-	typ  kmsg.ConfigResourceType
-	name string
-}
-
-// duplicateResources returns the resources a request names more than once.
-func duplicateResources(keys []resourceKey) map[resourceKey]bool {
-	seen := make(map[resourceKey]int, len(keys))
-	for _, k := range keys {
-		seen[k]++
-	}
-	dups := map[resourceKey]bool{}
-	for k, n := range seen {
-		if n > 1 {
-			dups[k] = true
-		}
-	}
-	return dups
-}
-
-// alterResource applies ops to one resource (AlterConfigs with replace,
-// IncrementalAlterConfigs without) and returns the Kafka outcome.
-func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, ops []alterOp, replace, validateOnly bool) (int16, string) {
-	switch typ {
-	case kmsg.ConfigResourceTypeTopic:
-	case kmsg.ConfigResourceTypeBroker:
-		if name != "" {
-			if code, msg := b.checkBrokerResource(name); code != 0 {
-				return code, msg
-			}
-		}
-		if len(ops) > 0 {
-			return kerr.InvalidRequest.Code, fmt.Sprintf(
-				"Invalid config value for resource ConfigResource(type=BROKER, name='%s'): broker configs of the gateway are read-only (%s); set them in its configuration", name, ops[0].name)
-		}
-		return 0, ""
-	default:
-		return kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
-	}
-	if name == "" {
-		return kerr.InvalidRequest.Code, "Default topic resources are not allowed."
-	}
-	if msg := topicNameProblem(name); msg != "" {
-		return kerr.InvalidTopicException.Code, msg
-	}
-	ref := b.topics.ref(name)
-	info, err := b.iggy.RefreshTopic(ctx, ref)
-	if err != nil {
-		if iggy.IsNotFound(err) {
-			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
-		}
-		return b.adminError(name, "alter configs", err)
-	}
-	cur := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
-	patch, next, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
-	if e != nil {
-		return e.code, e.msg
-	}
-	if validateOnly {
-		return 0, ""
-	}
-	if len(patch) == 0 {
-		b.topics.held.store(name, next)
-		return 0, ""
-	}
-	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic, Options: patch}
-	err = b.iggy.Do(ctx, req, nil)
-	b.iggy.InvalidateTopic(ref)
-	if err != nil {
-		if iggy.IsNotFound(err) {
-			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
-		}
-		return b.adminError(name, "alter configs", err)
-	}
-	b.topics.held.store(name, next)
-	b.log.Info().Str("topic", name).Int("options", len(patch)).Msg("altered topic configs")
-	return 0, ""
 }

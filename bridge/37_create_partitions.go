@@ -45,6 +45,8 @@ func (b *Bridge) createPartitionsAPI() API {
 	return API{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).createPartitionsAPI) }
+
 func (b *Bridge) handleCreatePartitions(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.CreatePartitionsRequest)
 	if !ok {

@@ -35,6 +35,8 @@ func (b *Bridge) deleteGroupsAPI() API {
 	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).deleteGroupsAPI) }
+
 func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)

@@ -35,6 +35,8 @@ func (b *Bridge) incrementalAlterConfigsAPI() API {
 	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).incrementalAlterConfigsAPI) }
+
 func (b *Bridge) handleIncrementalAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	if !ok {

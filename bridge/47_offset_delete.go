@@ -36,6 +36,8 @@ func (b *Bridge) offsetDeleteAPI() API {
 	return API{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, Handle: b.handleOffsetDelete, Completes: true}
 }
 
+func init() { registerAPI((*Bridge).offsetDeleteAPI) }
+
 // offsetDeletion is one partition whose key is deleted.
 type offsetDeletion struct {
 	rp    *kmsg.OffsetDeleteResponseTopicPartition

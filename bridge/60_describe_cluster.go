@@ -56,6 +56,8 @@ func (b *Bridge) describeClusterAPI() API {
 	return API{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 2, Handle: b.handleDescribeCluster}
 }
 
+func init() { registerAPI((*Bridge).describeClusterAPI) }
+
 func (b *Bridge) handleDescribeCluster(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req, ok := rq.Msg.(*kmsg.DescribeClusterRequest)
 	if !ok {

@@ -52,6 +52,14 @@ type API struct {
 	Completes bool
 }
 
+// apiRows holds the row builder of every API file: each NN_name.go
+// registers its own in an init function, so the floor (bridge.go, this
+// file) never names an API file and adding an API touches one file.
+var apiRows []func(*Bridge) API
+
+// registerAPI adds an API file's row builder to what New serves.
+func registerAPI(row func(*Bridge) API) { apiRows = append(apiRows, row) }
+
 // numKeys is the size of the dispatch array: every key kmsg knows.
 const numKeys = int(kmsg.MaxKey) + 1
 
@@ -218,3 +226,6 @@ func (t *Table) Dispatch(ctx context.Context, rq *Request) (kmsg.Response, error
 	}
 	return resp, nil
 }
+
+// apiVersionsKey is the Kafka API key of ApiVersions.
+const apiVersionsKey int16 = 18

@@ -1,20 +1,35 @@
-// Package bridge serves Kafka APIs on Iggy: one file per Kafka API
-// (NN_name.go, NN = API key), each opening with the versions served, the
-// behaviour and the Iggy commands it uses; shared state in its own files
-// (records*.go: the record mapping; topics.go: TopicMapping; errors.go: the
-// Iggy-to-Kafka error table). One Table built in New drives both dispatch and
-// ApiVersions.
+// Package bridge serves Kafka APIs on Iggy.
+//
+// Rooms: one file per Kafka API (NN_name.go, NN = API key), each opening
+// with the versions served, the behaviour and the Iggy commands it uses, and
+// registering its Table row (registerAPI). API files are leaves: none uses a
+// name declared in another API file, and no floor file uses one declared in
+// an API file (TestAPIFilesAreLeaves enforces it).
+//
+// Floor: what several APIs share. bridge.go, api.go, request.go: the
+// Bridge, the Table, the request; topics.go: TopicMapping; topicindex.go:
+// the topic-id index; dataplane.go: partition checks, data-scope errors and
+// the Iggy read; commits.go: commit gates and offsets-scope errors;
+// admin.go: admin errors, defaults and the alter loop; errors.go: the
+// Iggy-to-Kafka error table; records*.go: the record mapping (and legacy
+// down-conversion); groups.go, offsets.go, pids.go, topicconfig.go,
+// topicheld.go, internaltopics.go, metrics.go. One Table built in New drives
+// dispatch, ApiVersions and the metrics.
 package bridge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // Broker is this instance as Metadata advertises it.
@@ -36,17 +51,18 @@ type Options struct {
 
 // Bridge holds the Kafka-side state of the sidecar.
 type Bridge struct {
-	cfg     Config
-	log     zerolog.Logger
-	iggy    *iggy.Client
-	broker  atomic.Pointer[Broker]
-	table   *Table
-	topics  *topicMap
-	notify  *notifier
-	groups  *groupCoordinator // consumer groups (groups.go)
-	offsets *offsetStore      // committed offsets in Iggy (offsets.go)
-	pids    *producerState    // producer ids and idempotence (pids.go)
-	metrics Metrics           // error codes, groups, fetch waiters (metrics.go)
+	cfg      Config
+	log      zerolog.Logger
+	iggy     *iggy.Client
+	broker   atomic.Pointer[Broker]
+	table    *Table
+	topics   *topicMap
+	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
+	notify   *notifier
+	groups   *groupCoordinator // consumer groups (groups.go)
+	offsets  *offsetStore      // committed offsets in Iggy (offsets.go)
+	pids     *producerState    // producer ids and idempotence (pids.go)
+	metrics  Metrics           // error codes, groups, fetch waiters (metrics.go)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -73,6 +89,7 @@ func New(o Options) (*Bridge, error) {
 	broker := o.Broker
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
+	b.topicIDs = newTopicIDIndex(b)
 	b.groups = newGroupCoordinator(o.Config.Groups, o.Log, nil)
 	b.offsets = newOffsetStore(b)
 	b.groups.offsets = b.offsets
@@ -89,35 +106,15 @@ func New(o Options) (*Bridge, error) {
 	return b, nil
 }
 
-// apis lists every Kafka API this bridge serves: the one list ApiVersions
-// is answered from.
+// apis builds the row of every Kafka API this bridge serves (one per API
+// file, registered with registerAPI): the one list dispatch, ApiVersions and
+// the metrics are built from.
 func (b *Bridge) apis() []API {
-	return []API{
-		ApiVersionsAPI(b.Table, b.identity),
-		b.metadataAPI(),
-		b.produceAPI(),
-		b.fetchAPI(),
-		b.listOffsetsAPI(),
-		b.offsetCommitAPI(),
-		b.offsetFetchAPI(),
-		b.findCoordinatorAPI(),
-		b.joinGroupAPI(),
-		b.heartbeatAPI(),
-		b.leaveGroupAPI(),
-		b.syncGroupAPI(),
-		b.describeGroupsAPI(),
-		b.listGroupsAPI(),
-		b.deleteGroupsAPI(),
-		b.initProducerIDAPI(),
-		b.offsetDeleteAPI(),
-		b.createTopicsAPI(),
-		b.deleteTopicsAPI(),
-		b.describeConfigsAPI(),
-		b.alterConfigsAPI(),
-		b.createPartitionsAPI(),
-		b.incrementalAlterConfigsAPI(),
-		b.describeClusterAPI(),
+	out := make([]API, 0, len(apiRows))
+	for _, row := range apiRows {
+		out = append(out, row(b))
 	}
+	return out
 }
 
 // SetBroker changes the advertised address, for callers that learn the bound
@@ -201,4 +198,32 @@ func (n *notifier) wake(topic string, partition int32) {
 		}
 	}
 	n.mu.Unlock()
+}
+
+// clusterIDFor returns the cluster id, deriving it once from
+// GET_CLUSTER_METADATA; while Iggy cannot be asked it returns "" and tries
+// again next time.
+func (b *Bridge) clusterIDFor(ctx context.Context) string {
+	b.clusterMu.Lock()
+	defer b.clusterMu.Unlock()
+	if b.clusterID != "" {
+		return b.clusterID
+	}
+	var md icodec.GetClusterMetadataResponse
+	if err := b.iggy.Do(ctx, &icodec.GetClusterMetadataRequest{}, &md); err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(md.Nodes))
+	for _, n := range md.Nodes {
+		names = append(names, n.Name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	h.Write([]byte(md.Name))
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+	}
+	b.clusterID = base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+	return b.clusterID
 }

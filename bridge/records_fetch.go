@@ -8,8 +8,10 @@ import (
 	"hash/crc32"
 	"math"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // SkipReason says why KafkaBatchWriter left a message out.
@@ -435,3 +437,123 @@ func recAppendBytes(dst, b []byte, null bool) []byte {
 	dst = kbin.AppendVarint(dst, int32(len(b)))
 	return append(dst, b...)
 }
+
+// downConvert rewrites the record batches v2 in dst[from:] (as
+// KafkaBatchWriter writes them: uncompressed) as a message set of magic 0
+// (Fetch v0-v1) or 1 (Fetch v2-v3), as Kafka down-converts for old
+// consumers: one message per record, offset and key and value kept, magic 1
+// with the record's CreateTime, headers dropped (the old formats have
+// none). Messages that would take the set past limit are left out (the
+// consumer fetches them next time), except the first one with atLeastOne.
+func downConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) []byte {
+	tmp := fetchBufPool.Get()
+	defer fetchBufPool.Put(tmp)
+	out := tmp.B[:0]
+	in := dst[from:]
+	n := 0
+	for len(in) >= kbHeaderSize {
+		size := int(binary.BigEndian.Uint32(in[kbLength:])) + kbLeaderEpoch
+		if size < kbHeaderSize || size > len(in) {
+			break
+		}
+		batch := in[:size]
+		in = in[size:]
+		base := int64(binary.BigEndian.Uint64(batch[kbBaseOffset:]))
+		firstTS := int64(binary.BigEndian.Uint64(batch[kbFirstTimestamp:]))
+		recs := batch[kbHeaderSize:]
+		for len(recs) > 0 {
+			length, k := kbin.Varint(recs)
+			if k <= 0 || length < 0 || int(length) > len(recs)-k {
+				break
+			}
+			rec := recs[k : k+int(length)]
+			recs = recs[k+int(length):]
+			key, value, tsDelta, offDelta, ok := parseOwnRecord(rec)
+			if !ok {
+				break
+			}
+			before := len(out)
+			out = appendLegacyMessage(out, magic, base+int64(offDelta), firstTS+tsDelta, key, value)
+			if len(out) > limit && (n > 0 || !atLeastOne) {
+				out = out[:before]
+				in = nil
+				break
+			}
+			n++
+		}
+	}
+	dst = append(dst[:from], out...)
+	tmp.B = out
+	return dst
+}
+
+// parseOwnRecord reads one record v2 body as KafkaBatchWriter writes it;
+// null key or value come back as nil.
+func parseOwnRecord(rec []byte) (key, value []byte, tsDelta int64, offDelta int32, ok bool) {
+	if len(rec) < 1 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[1:] // attributes
+	var k int
+	if tsDelta, k = kbin.Varlong(rec); k <= 0 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[k:]
+	if offDelta, k = kbin.Varint(rec); k <= 0 {
+		return nil, nil, 0, 0, false
+	}
+	rec = rec[k:]
+	if key, rec, ok = ownVarBytes(rec); !ok {
+		return nil, nil, 0, 0, false
+	}
+	if value, _, ok = ownVarBytes(rec); !ok {
+		return nil, nil, 0, 0, false
+	}
+	return key, value, tsDelta, offDelta, true
+}
+
+// ownVarBytes reads varint-length bytes (-1 = nil).
+func ownVarBytes(b []byte) ([]byte, []byte, bool) {
+	n, k := kbin.Varint(b)
+	if k <= 0 || n < -1 || int(n) > len(b)-k {
+		return nil, b, false
+	}
+	b = b[k:]
+	if n < 0 {
+		return nil, b, true
+	}
+	return b[:n:n], b[n:], true
+}
+
+// appendLegacyMessage appends one message of magic 0 or 1 with its offset
+// and size prefix: crc (IEEE) | magic | attributes | [timestamp] | key |
+// value, lengths as int32 (-1 = null).
+func appendLegacyMessage(dst []byte, magic int8, offset, ts int64, key, value []byte) []byte {
+	size := 4 + 1 + 1 + 4 + len(key) + 4 + len(value)
+	if magic == 1 {
+		size += 8
+	}
+	dst = binary.BigEndian.AppendUint64(dst, uint64(offset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+	crcAt := len(dst)
+	dst = append(dst, 0, 0, 0, 0, byte(magic), 0)
+	if magic == 1 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
+	}
+	dst = appendLegacyBytes(dst, key)
+	dst = appendLegacyBytes(dst, value)
+	binary.BigEndian.PutUint32(dst[crcAt:], crc32.ChecksumIEEE(dst[crcAt+4:]))
+	return dst
+}
+
+func appendLegacyBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.BigEndian.AppendUint32(dst, math.MaxUint32) // -1
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
+	return append(dst, b...)
+}
+
+// fetchBufPool holds the record bytes of Fetch responses; fetchResponse
+// returns its buffer once encoded.
+var fetchBufPool bytebufferpool.Pool

@@ -77,3 +77,12 @@ type VectoredResponse interface {
 	// Release frees the blocks. Called once.
 	Release()
 }
+
+// receivedAt is when the request arrived (now for callers that did not
+// stamp it).
+func receivedAt(rq *Request) time.Time {
+	if rq.Received.IsZero() {
+		return time.Now()
+	}
+	return rq.Received
+}

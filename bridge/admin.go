@@ -1,0 +1,194 @@
+// The admin floor shared by CreateTopics, DeleteTopics, DescribeConfigs,
+// AlterConfigs, CreatePartitions and IncrementalAlterConfigs: the admin
+// scope's error answer, Kafka's topic-name messages, replica-list checks,
+// broker defaults and BROKER resources, and the per-resource loop of the
+// two alter APIs.
+
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+// checkReplicas checks one manual replica list against a one-broker
+// cluster: non-empty, each broker registered (only self is) and listed once.
+func checkReplicas(replicas []int32, self int32) *configError {
+	if len(replicas) == 0 {
+		return &configError{kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."}
+	}
+	for i, r := range replicas {
+		if r != self {
+			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+				"The manual partition assignment includes broker %d, but no such broker is registered.", r)}
+		}
+		if i > 0 {
+			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+				"The manual partition assignment includes the broker %d more than once.", r)}
+		}
+	}
+	return nil
+}
+
+// adminError maps an Iggy failure of an admin request on resource name to
+// a Kafka code and message. Failures without a Kafka equivalent
+// (UNKNOWN_SERVER_ERROR) are logged with their Iggy code and carry the Iggy
+// error as message; mapped ones carry none, as Kafka's do.
+func (b *Bridge) adminError(resource, api string, err error) (int16, string) {
+	code := kafkaCode(err, scopeAdmin)
+	if code != kerr.UnknownServerError.Code {
+		return code, ""
+	}
+	b.log.Warn().Err(err).Str("resource", resource).Uint32("iggy_code", iggyCode(err)).Msg(api + ": iggy call failed")
+	return code, err.Error()
+}
+
+// topicNameProblem returns Kafka's message for a topic name it refuses, or
+// "" for a valid name.
+func topicNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "Topic name is illegal, it can't be empty"
+	case name == "." || name == "..":
+		return `Topic name cannot be "." or ".."`
+	case len(name) > 249:
+		return "Topic name is illegal, it can't be longer than 249 characters, topic name: " + name
+	case validTopicName(name) != nil:
+		return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+	}
+	return ""
+}
+
+// brokerDefaults are the defaults topics the gateway creates get.
+func (b *Bridge) brokerDefaults() brokerDefaults {
+	bd := newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
+	bd.fetchMaxBytes = b.cfg.Fetch.MaxBytes
+	return bd
+}
+
+// checkBrokerResource checks a BROKER resource name other than "": it must
+// be this gateway's node id.
+func (b *Bridge) checkBrokerResource(name string) (int16, string) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return kerr.InvalidRequest.Code, "Broker id must be an integer, but it is: " + name
+	}
+	if self := b.self().NodeID; int32(id) != self {
+		return kerr.InvalidRequest.Code, fmt.Sprintf("Unexpected broker id, expected %d or empty string, but received %s", self, name)
+	}
+	return 0, ""
+}
+
+// alterOutcome is one resource's answer to an alter request.
+type alterOutcome struct {
+	code int16
+	msg  *string // nil when there is nothing to say
+}
+
+// alterResources answers every resource of an AlterConfigs (replace) or
+// IncrementalAlterConfigs request, in request order: a resource named
+// twice is INVALID_REQUEST, the others go through alterResource with the
+// changes ops(i) gives for resource i.
+func (b *Bridge) alterResources(ctx context.Context, keys []resourceKey, ops func(i int) []alterOp, replace, validateOnly bool) []alterOutcome {
+	dups := duplicateResources(keys)
+	out := make([]alterOutcome, len(keys))
+	for i, k := range keys {
+		var msg string
+		if dups[k] {
+			out[i].code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
+		} else {
+			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops(i), replace, validateOnly)
+		}
+		if msg != "" {
+			out[i].msg = &msg
+		}
+	}
+	return out
+}
+
+// resourceKey identifies a config resource of a request.
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// duplicateResources returns the resources a request names more than once.
+func duplicateResources(keys []resourceKey) map[resourceKey]bool {
+	seen := make(map[resourceKey]int, len(keys))
+	for _, k := range keys {
+		seen[k]++
+	}
+	dups := map[resourceKey]bool{}
+	for k, n := range seen {
+		if n > 1 {
+			dups[k] = true
+		}
+	}
+	return dups
+}
+
+// alterResource applies ops to one resource (AlterConfigs with replace,
+// IncrementalAlterConfigs without) and returns the Kafka outcome.
+func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, ops []alterOp, replace, validateOnly bool) (int16, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" {
+			if code, msg := b.checkBrokerResource(name); code != 0 {
+				return code, msg
+			}
+		}
+		if len(ops) > 0 {
+			return kerr.InvalidRequest.Code, fmt.Sprintf(
+				"Invalid config value for resource ConfigResource(type=BROKER, name='%s'): broker configs of the gateway are read-only (%s); set them in its configuration", name, ops[0].name)
+		}
+		return 0, ""
+	default:
+		return kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
+	}
+	if name == "" {
+		return kerr.InvalidRequest.Code, "Default topic resources are not allowed."
+	}
+	if msg := topicNameProblem(name); msg != "" {
+		return kerr.InvalidTopicException.Code, msg
+	}
+	ref := b.topics.ref(name)
+	info, err := b.iggy.RefreshTopic(ctx, ref)
+	if err != nil {
+		if iggy.IsNotFound(err) {
+			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
+		}
+		return b.adminError(name, "alter configs", err)
+	}
+	cur := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	patch, next, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
+	if e != nil {
+		return e.code, e.msg
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	if len(patch) == 0 {
+		b.topics.held.store(name, next)
+		return 0, ""
+	}
+	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic, Options: patch}
+	err = b.iggy.Do(ctx, req, nil)
+	b.iggy.InvalidateTopic(ref)
+	if err != nil {
+		if iggy.IsNotFound(err) {
+			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
+		}
+		return b.adminError(name, "alter configs", err)
+	}
+	b.topics.held.store(name, next)
+	b.log.Info().Str("topic", name).Int("options", len(patch)).Msg("altered topic configs")
+	return 0, ""
+}

@@ -1,0 +1,56 @@
+// The commit gates shared by OffsetCommit, OffsetFetch and OffsetDelete:
+// what the offsets APIs ask the group coordinator, and the offsets scope's
+// error mapping and logging.
+
+package bridge
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// offsetGroupGate is what the offsets APIs ask the group coordinator
+// (groups.go; *groupCoordinator satisfies it).
+type offsetGroupGate interface {
+	validateCommit(groupID, memberID string, generation int32, instanceID *string) int16
+	offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool)
+	snapshot(groupID string) (groupSnapshot, bool)
+}
+
+// commitGate returns the group coordinator's checks; nil when the bridge
+// has no coordinator (then every commit is accepted).
+func (b *Bridge) commitGate() offsetGroupGate {
+	if b.groups == nil {
+		return nil
+	}
+	return b.groups
+}
+
+// offsetsScoped turns the retriable codes of the data scope (what the
+// shared partition check answers) into the offsets scope's.
+func offsetsScoped(code int16) int16 {
+	switch code {
+	case kerr.NotLeaderForPartition.Code, kerr.RequestTimedOut.Code:
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return code
+}
+
+// offsetErrCode maps an Iggy failure of an offsets write to its Kafka code
+// and logs it: UNKNOWN_SERVER_ERROR at warn level with the Iggy code, the
+// rest at debug level.
+func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
+	code := kafkaCode(err, scopeOffsets)
+	if code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode) {
+		code = kerr.CoordinatorLoadInProgress.Code // the auto probe failed: retry
+	}
+	ev := b.log.Debug()
+	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
+		ev = b.log.Warn()
+	}
+	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
+		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
+	return code
+}

@@ -1,0 +1,91 @@
+// The data-plane floor shared by Produce, Fetch, ListOffsets and the
+// offsets APIs: the partition check, the data scope's error mapping and
+// logging, and the single-consumer Iggy read.
+
+package bridge
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+)
+
+// checkPartition answers UNKNOWN_TOPIC_OR_PARTITION for a partition the
+// topic does not have, asking Iggy again once when the cached lookup may
+// predate added partitions. It returns the lookup to use from then on.
+func checkPartition(ctx context.Context, b *Bridge, info *iggy.TopicInfo, partition int32) (int16, *iggy.TopicInfo) {
+	if partition < 0 {
+		return kerr.UnknownTopicOrPartition.Code, info
+	}
+	if uint32(partition) < info.PartitionsCount {
+		return 0, info
+	}
+	fresh, err := b.iggy.RefreshTopic(ctx, info.Ref)
+	if err != nil {
+		return kafkaCode(err, scopeData), info
+	}
+	if uint32(partition) < fresh.PartitionsCount {
+		return 0, fresh
+	}
+	return kerr.UnknownTopicOrPartition.Code, fresh
+}
+
+// dataErrCode maps an Iggy failure of a data API to its Kafka code and logs
+// the failures without a specific code (UNKNOWN_SERVER_ERROR) with their
+// Iggy code, and the others (and everything after the client left: ctx
+// done) at debug level.
+func dataErrCode(ctx context.Context, b *Bridge, rq *Request, err error, topic, msg string) int16 {
+	code := kafkaCode(err, scopeData)
+	ev := b.log.Debug()
+	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
+		ev = b.log.Warn()
+	}
+	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
+		Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
+	return code
+}
+
+// firstOffset polls the first retained message; with none it answers hw
+// (the log starts where it ends). hw < 0 means unknown: then the poll's
+// current offset decides.
+func firstOffset(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
+	p, err := pollIggy(ctx, b, ref, partition, icodec.PollingKindFirst, 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Release()
+	it := p.Messages()
+	if it.Next() {
+		return int64(it.Message().Offset), nil
+	}
+	if hw >= 0 {
+		return hw, nil
+	}
+	if p.CurrentOffset > 0 {
+		return int64(p.CurrentOffset) + 1, nil
+	}
+	return 0, nil
+}
+
+// pollIggy runs one single-consumer poll (fetchConsumer, no auto-commit).
+func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
+	return b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
+		Consumer:    fetchConsumer,
+		StreamID:    ref.StreamID(),
+		TopicID:     ref.TopicID(),
+		PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(partition)},
+		Strategy:    icodec.PollingStrategy{Kind: kind, Value: value},
+		Count:       count,
+	})
+}
+
+// fetchConsumer is the single consumer every read polls with: numeric id
+// 0x6b616667 ("kafg"). Reads use strategies Offset, First, Last and
+// Timestamp and never auto-commit, so no offset is ever stored under it.
+var fetchConsumer = icodec.Consumer{
+	Kind: icodec.ConsumerKindConsumer,
+	ID:   icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{0x67, 0x66, 0x61, 0x6b}},
+}
