@@ -103,7 +103,16 @@ var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
 
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b}
-	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true}
+	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, ErrorCodes: errorCodes(produceErrorCodes)}
+}
+
+// produceErrorCodes walks a Produce response for the metrics.
+func produceErrorCodes(r *kmsg.ProduceResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }
 
 func init() { registerAPI((*Bridge).produceAPI) }

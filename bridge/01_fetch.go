@@ -119,7 +119,27 @@ func (b *Bridge) fetchAPI() API {
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
-	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle}
+	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, ErrorCodes: fetchErrorCodes}
+}
+
+// fetchErrorCodes walks a Fetch response (the handler's fetchResponse or
+// a plain one) for the metrics.
+func fetchErrorCodes(resp kmsg.Response, f func(int16)) {
+	var r *kmsg.FetchResponse
+	switch v := resp.(type) {
+	case *fetchResponse:
+		r = v.FetchResponse
+	case *kmsg.FetchResponse:
+		r = v
+	default:
+		return
+	}
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }
 
 func init() { registerAPI((*Bridge).fetchAPI) }

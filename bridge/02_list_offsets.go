@@ -86,7 +86,16 @@ type lister struct {
 func (b *Bridge) listOffsetsAPI() API {
 	l := &lister{b: b}
 	l.writers.New = func() any { return new(KafkaBatchWriter) }
-	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle}
+	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle, ErrorCodes: errorCodes(listOffsetsErrorCodes)}
+}
+
+// listOffsetsErrorCodes walks a ListOffsets response for the metrics.
+func listOffsetsErrorCodes(r *kmsg.ListOffsetsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }
 
 func init() { registerAPI((*Bridge).listOffsetsAPI) }

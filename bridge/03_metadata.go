@@ -36,7 +36,15 @@ import (
 )
 
 func (b *Bridge) metadataAPI() API {
-	return API{Key: 3, Name: "Metadata", MinVersion: 0, MaxVersion: 13, Handle: b.handleMetadata}
+	return API{Key: 3, Name: "Metadata", MinVersion: 0, MaxVersion: 13, Handle: b.handleMetadata, ErrorCodes: errorCodes(metadataErrorCodes)}
+}
+
+// metadataErrorCodes walks a Metadata response for the metrics.
+func metadataErrorCodes(r *kmsg.MetadataResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).metadataAPI) }
@@ -44,7 +52,6 @@ func init() { registerAPI((*Bridge).metadataAPI) }
 func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Version = rq.Version
 
 	self := b.self()
 	broker := kmsg.NewMetadataResponseBroker()

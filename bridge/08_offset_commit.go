@@ -59,7 +59,16 @@ type offsetCommitter struct {
 
 func (b *Bridge) offsetCommitAPI() API {
 	c := &offsetCommitter{b: b}
-	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle, Completes: true}
+	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle, Completes: true, ErrorCodes: errorCodes(offsetCommitErrorCodes)}
+}
+
+// offsetCommitErrorCodes walks a OffsetCommit response for the metrics.
+func offsetCommitErrorCodes(r *kmsg.OffsetCommitResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }
 
 func init() { registerAPI((*Bridge).offsetCommitAPI) }

@@ -63,7 +63,25 @@ type offsetFetcher struct {
 
 func (b *Bridge) offsetFetchAPI() API {
 	f := &offsetFetcher{b: b}
-	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle}
+	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle, ErrorCodes: errorCodes(offsetFetchErrorCodes)}
+}
+
+// offsetFetchErrorCodes walks a OffsetFetch response for the metrics.
+func offsetFetchErrorCodes(r *kmsg.OffsetFetchResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				f(p.ErrorCode)
+			}
+		}
+	}
 }
 
 func init() { registerAPI((*Bridge).offsetFetchAPI) }

@@ -37,7 +37,15 @@ const (
 )
 
 func (b *Bridge) findCoordinatorAPI() API {
-	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator}
+	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator, ErrorCodes: errorCodes(findCoordinatorErrorCodes)}
+}
+
+// findCoordinatorErrorCodes walks a FindCoordinator response for the metrics.
+func findCoordinatorErrorCodes(r *kmsg.FindCoordinatorResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, c := range r.Coordinators {
+		f(c.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).findCoordinatorAPI) }

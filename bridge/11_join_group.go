@@ -52,7 +52,12 @@ import (
 )
 
 func (b *Bridge) joinGroupAPI() API {
-	return API{Key: 11, Name: "JoinGroup", MinVersion: 0, MaxVersion: 9, Handle: b.handleJoinGroup}
+	return API{Key: 11, Name: "JoinGroup", MinVersion: 0, MaxVersion: 9, Handle: b.handleJoinGroup, ErrorCodes: errorCodes(joinGroupErrorCodes), Group: true}
+}
+
+// joinGroupErrorCodes walks a JoinGroup response for the metrics.
+func joinGroupErrorCodes(r *kmsg.JoinGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).joinGroupAPI) }

@@ -22,7 +22,12 @@ import (
 )
 
 func (b *Bridge) heartbeatAPI() API {
-	return API{Key: 12, Name: "Heartbeat", MinVersion: 0, MaxVersion: 4, Handle: b.handleHeartbeat}
+	return API{Key: 12, Name: "Heartbeat", MinVersion: 0, MaxVersion: 4, Handle: b.handleHeartbeat, ErrorCodes: errorCodes(heartbeatErrorCodes), Group: true}
+}
+
+// heartbeatErrorCodes walks a Heartbeat response for the metrics.
+func heartbeatErrorCodes(r *kmsg.HeartbeatResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).heartbeatAPI) }

@@ -26,7 +26,15 @@ import (
 )
 
 func (b *Bridge) leaveGroupAPI() API {
-	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup, Completes: true}
+	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup, Completes: true, ErrorCodes: errorCodes(leaveGroupErrorCodes), Group: true}
+}
+
+// leaveGroupErrorCodes walks a LeaveGroup response for the metrics.
+func leaveGroupErrorCodes(r *kmsg.LeaveGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, m := range r.Members {
+		f(m.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).leaveGroupAPI) }

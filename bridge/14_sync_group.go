@@ -33,7 +33,12 @@ import (
 )
 
 func (b *Bridge) syncGroupAPI() API {
-	return API{Key: 14, Name: "SyncGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleSyncGroup}
+	return API{Key: 14, Name: "SyncGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleSyncGroup, ErrorCodes: errorCodes(syncGroupErrorCodes), Group: true}
+}
+
+// syncGroupErrorCodes walks a SyncGroup response for the metrics.
+func syncGroupErrorCodes(r *kmsg.SyncGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).syncGroupAPI) }

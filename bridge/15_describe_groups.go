@@ -35,7 +35,14 @@ import (
 )
 
 func (b *Bridge) describeGroupsAPI() API {
-	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups}
+	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups, ErrorCodes: errorCodes(describeGroupsErrorCodes)}
+}
+
+// describeGroupsErrorCodes walks a DescribeGroups response for the metrics.
+func describeGroupsErrorCodes(r *kmsg.DescribeGroupsResponse, f func(int16)) {
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).describeGroupsAPI) }

@@ -29,7 +29,12 @@ import (
 const classicGroupType = "classic"
 
 func (b *Bridge) listGroupsAPI() API {
-	return API{Key: 16, Name: "ListGroups", MinVersion: 0, MaxVersion: 5, Handle: b.handleListGroups}
+	return API{Key: 16, Name: "ListGroups", MinVersion: 0, MaxVersion: 5, Handle: b.handleListGroups, ErrorCodes: errorCodes(listGroupsErrorCodes)}
+}
+
+// listGroupsErrorCodes walks a ListGroups response for the metrics.
+func listGroupsErrorCodes(r *kmsg.ListGroupsResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).listGroupsAPI) }

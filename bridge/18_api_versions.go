@@ -1,13 +1,5 @@
 package bridge
 
-import (
-	"context"
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
 // ApiVersions: v0-v5
 //
 // Behavior:
@@ -47,6 +39,14 @@ import (
 //
 // Iggy commands: none
 
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // ApiVersionsMaxVersion is the highest ApiVersions version this file serves.
 const ApiVersionsMaxVersion int16 = 5
 
@@ -70,20 +70,23 @@ func ApiVersionsAPI(table func() *Table, identity ...func(context.Context) (stri
 		Name:       "ApiVersions",
 		MinVersion: 0,
 		MaxVersion: ApiVersionsMaxVersion,
+		ErrorCodes: errorCodes(apiVersionsErrorCodes),
 		Handle: func(ctx context.Context, rq *Request) (kmsg.Response, error) {
 			return handleApiVersions(ctx, table(), id, rq)
 		},
 	}
 }
 
-func init() {
-	registerAPI(func(b *Bridge) API { return ApiVersionsAPI(b.Table, b.identity) })
-}
+// apiVersionsAPI is the bridge's row: it answers from the bridge's Table
+// and checks v5 identities against this instance.
+func (b *Bridge) apiVersionsAPI() API { return ApiVersionsAPI(b.Table, b.identity) }
+
+func init() { registerAPI((*Bridge).apiVersionsAPI) }
 
 func handleApiVersions(ctx context.Context, t *Table, identity func(context.Context) (string, int32), rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.ApiVersionsRequest)
-	if !ok || t == nil {
-		return nil, fmt.Errorf("api versions: %w", ErrBadRequest)
+	req := rq.Msg.(*kmsg.ApiVersionsRequest)
+	if t == nil {
+		return nil, fmt.Errorf("api versions: no table yet: %w", ErrBadRequest)
 	}
 	minV, maxV, served := t.Versions(apiVersionsKey)
 	if !served {
@@ -108,6 +111,11 @@ func handleApiVersions(ctx context.Context, t *Table, identity func(context.Cont
 	// Shared, read-only: the response is encoded and dropped, never changed.
 	resp.ApiKeys = t.advertised
 	return resp, nil
+}
+
+// apiVersionsErrorCodes walks a ApiVersions response for the metrics.
+func apiVersionsErrorCodes(r *kmsg.ApiVersionsResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 // UnsupportedApiVersionsResponse is the KIP-511 answer to an ApiVersions

@@ -62,18 +62,21 @@ import (
 )
 
 func (b *Bridge) createTopicsAPI() API {
-	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, Completes: true}
+	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, Completes: true, ErrorCodes: errorCodes(createTopicsErrorCodes)}
+}
+
+// createTopicsErrorCodes walks a CreateTopics response for the metrics.
+func createTopicsErrorCodes(r *kmsg.CreateTopicsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).createTopicsAPI) }
 
 func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.CreateTopicsRequest)
-	if !ok {
-		return nil, fmt.Errorf("create topics: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	resp.Version = rq.Version
 	validateOnly := rq.Version >= 1 && req.ValidateOnly
 
 	count := make(map[string]int, len(req.Topics))

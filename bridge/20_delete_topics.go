@@ -29,7 +29,6 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,18 +38,21 @@ import (
 )
 
 func (b *Bridge) deleteTopicsAPI() API {
-	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics, Completes: true}
+	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics, Completes: true, ErrorCodes: errorCodes(deleteTopicsErrorCodes)}
+}
+
+// deleteTopicsErrorCodes walks a DeleteTopics response for the metrics.
+func deleteTopicsErrorCodes(r *kmsg.DeleteTopicsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).deleteTopicsAPI) }
 
 func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.DeleteTopicsRequest)
-	if !ok {
-		return nil, fmt.Errorf("delete topics: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	resp.Version = rq.Version
 
 	topics := req.Topics
 	if rq.Version <= 5 {

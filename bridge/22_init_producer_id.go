@@ -27,7 +27,12 @@ import (
 )
 
 func (b *Bridge) initProducerIDAPI() API {
-	return API{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 5, Handle: b.handleInitProducerID}
+	return API{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 5, Handle: b.handleInitProducerID, ErrorCodes: errorCodes(initProducerIDErrorCodes)}
+}
+
+// initProducerIDErrorCodes walks a InitProducerID response for the metrics.
+func initProducerIDErrorCodes(r *kmsg.InitProducerIDResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).initProducerIDAPI) }

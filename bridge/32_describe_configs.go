@@ -50,18 +50,21 @@ import (
 )
 
 func (b *Bridge) describeConfigsAPI() API {
-	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs}
+	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs, ErrorCodes: errorCodes(describeConfigsErrorCodes)}
+}
+
+// describeConfigsErrorCodes walks a DescribeConfigs response for the metrics.
+func describeConfigsErrorCodes(r *kmsg.DescribeConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).describeConfigsAPI) }
 
 func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.DescribeConfigsRequest)
-	if !ok {
-		return nil, fmt.Errorf("describe configs: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	resp.Version = rq.Version
 	synonyms := rq.Version >= 1 && req.IncludeSynonyms
 
 	for i := range req.Resources {

@@ -38,24 +38,26 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Bridge) alterConfigsAPI() API {
-	return API{Key: 33, Name: "AlterConfigs", MinVersion: 0, MaxVersion: 2, Handle: b.handleAlterConfigs, Completes: true}
+	return API{Key: 33, Name: "AlterConfigs", MinVersion: 0, MaxVersion: 2, Handle: b.handleAlterConfigs, Completes: true, ErrorCodes: errorCodes(alterConfigsErrorCodes)}
+}
+
+// alterConfigsErrorCodes walks a AlterConfigs response for the metrics.
+func alterConfigsErrorCodes(r *kmsg.AlterConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).alterConfigsAPI) }
 
 func (b *Bridge) handleAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.AlterConfigsRequest)
-	if !ok {
-		return nil, fmt.Errorf("alter configs: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	resp.Version = rq.Version
 
 	keys := make([]resourceKey, len(req.Resources))
 	for i := range req.Resources {

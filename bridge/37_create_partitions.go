@@ -42,18 +42,21 @@ import (
 )
 
 func (b *Bridge) createPartitionsAPI() API {
-	return API{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions, Completes: true}
+	return API{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions, Completes: true, ErrorCodes: errorCodes(createPartitionsErrorCodes)}
+}
+
+// createPartitionsErrorCodes walks a CreatePartitions response for the metrics.
+func createPartitionsErrorCodes(r *kmsg.CreatePartitionsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).createPartitionsAPI) }
 
 func (b *Bridge) handleCreatePartitions(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.CreatePartitionsRequest)
-	if !ok {
-		return nil, fmt.Errorf("create partitions: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	resp.Version = rq.Version
 
 	answer := func(name string, code int16, msg string) {
 		st := kmsg.NewCreatePartitionsResponseTopic()

@@ -32,7 +32,14 @@ import (
 )
 
 func (b *Bridge) deleteGroupsAPI() API {
-	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups, Completes: true}
+	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups, Completes: true, ErrorCodes: errorCodes(deleteGroupsErrorCodes), Group: true}
+}
+
+// deleteGroupsErrorCodes walks a DeleteGroups response for the metrics.
+func deleteGroupsErrorCodes(r *kmsg.DeleteGroupsResponse, f func(int16)) {
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).deleteGroupsAPI) }

@@ -26,24 +26,26 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (b *Bridge) incrementalAlterConfigsAPI() API {
-	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs, Completes: true}
+	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs, Completes: true, ErrorCodes: errorCodes(incrementalAlterConfigsErrorCodes)}
+}
+
+// incrementalAlterConfigsErrorCodes walks a IncrementalAlterConfigs response for the metrics.
+func incrementalAlterConfigsErrorCodes(r *kmsg.IncrementalAlterConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }
 
 func init() { registerAPI((*Bridge).incrementalAlterConfigsAPI) }
 
 func (b *Bridge) handleIncrementalAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.IncrementalAlterConfigsRequest)
-	if !ok {
-		return nil, fmt.Errorf("incremental alter configs: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	resp.Version = rq.Version
 
 	keys := make([]resourceKey, len(req.Resources))
 	for i := range req.Resources {

@@ -53,18 +53,19 @@ var clusterAuthorizedOps = func() int32 {
 }()
 
 func (b *Bridge) describeClusterAPI() API {
-	return API{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 2, Handle: b.handleDescribeCluster}
+	return API{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 2, Handle: b.handleDescribeCluster, ErrorCodes: errorCodes(describeClusterErrorCodes)}
+}
+
+// describeClusterErrorCodes walks a DescribeCluster response for the metrics.
+func describeClusterErrorCodes(r *kmsg.DescribeClusterResponse, f func(int16)) {
+	f(r.ErrorCode)
 }
 
 func init() { registerAPI((*Bridge).describeClusterAPI) }
 
 func (b *Bridge) handleDescribeCluster(ctx context.Context, rq *Request) (kmsg.Response, error) {
-	req, ok := rq.Msg.(*kmsg.DescribeClusterRequest)
-	if !ok {
-		return nil, fmt.Errorf("describe cluster: %w", ErrBadRequest)
-	}
+	req := rq.Msg.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
-	resp.Version = rq.Version
 	resp.EndpointType = endpointBrokers
 
 	fail := func(v1code int16, msg string) (kmsg.Response, error) {

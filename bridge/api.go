@@ -50,6 +50,24 @@ type API struct {
 	// after writing loses nothing. Reads and group membership requests
 	// stop with their connection.
 	Completes bool
+	// Group marks an API that changes group membership: after it the
+	// group gauges are refreshed.
+	Group bool
+	// ErrorCodes walks a response of this API, calling f with every error
+	// code it carries (top level, per topic, per partition, ...); the
+	// metrics and the request log count the non-zero ones. Build it with
+	// errorCodes. nil: the response carries none.
+	ErrorCodes func(resp kmsg.Response, f func(code int16))
+}
+
+// errorCodes adapts a walker of one response type to API.ErrorCodes; a
+// response of another type is not walked.
+func errorCodes[R kmsg.Response](walk func(r R, f func(int16))) func(kmsg.Response, func(int16)) {
+	return func(resp kmsg.Response, f func(int16)) {
+		if r, ok := resp.(R); ok {
+			walk(r, f)
+		}
+	}
 }
 
 // apiRows holds the row builder of every API file: each NN_name.go
