@@ -91,8 +91,12 @@ type Config struct {
 	// ExternalGroups enables consumer kind 3 (ExternalGroup) with its
 	// post-0.11 semantics: offsets only, no membership fence, no range
 	// check, refused for polling, not pinning retention, deleted with the
-	// consumer group of the same name. When false the server refuses kind 3
-	// as a 0.11 server does. Default false.
+	// consumer group of the same name, while the server still announces
+	// protocol 0.11 (so a sidecar's offsets.mode auto picks consumer and
+	// only a pinned external-group uses it). When false the server answers
+	// kind 3 as a real 0.11 server does: GET_CONSUMER_OFFSET status 0 with
+	// an empty body, STORE and DELETE_CONSUMER_OFFSET ResourceNotFound.
+	// Default false.
 	ExternalGroups bool `koanf:"external_groups"`
 	// SDKDurabilityOptions serves the topic option keys "durability" and
 	// "consumer_offset_durability" (String "replicated" or "persisted") as

@@ -15,7 +15,10 @@ type offsetTarget struct {
 }
 
 // consumerKindOK reports whether the server knows consumer kind k: kind 3
-// only with Config.ExternalGroups (a 0.11 server cannot decode it).
+// only with Config.ExternalGroups. A 0.11 server cannot decode it: its
+// WireConsumer decoder rejects every kind but 1 and 2
+// (core/binary_protocol/src/primitives/consumer.rs), so a request carrying
+// it is answered as an undecodable body of that command.
 func (s *Server) consumerKindOK(k iggy.ConsumerKind) bool {
 	return k == iggy.ConsumerKindConsumer || k == iggy.ConsumerKindConsumerGroup ||
 		(k == iggy.ConsumerKindExternalGroup && s.cfg.ExternalGroups)
@@ -27,10 +30,17 @@ func offsetKeyOf(c *iggy.Consumer) offsetKey {
 	return offsetKey{Kind: c.Kind, ID: consumerOffsetID(&c.ID)}
 }
 
+// getConsumerOffset serves GET_CONSUMER_OFFSET as the real server's
+// handle_get_consumer_offset (core/server/src/dispatch.rs) does: an
+// undecodable body (consumer kind 3 on a 0.11 server included) is status 0
+// with an empty body, the answer for "no offset stored"; the permission
+// check runs on the resolved topic before the partition lookup; an unknown
+// stream, topic or group is an empty body, an unknown partition of a
+// known topic PartitionNotFound (3007).
 func (s *Server) getConsumerOffset(c *conn, r *request) outcome {
 	var req iggy.GetConsumerOffsetRequest
 	if err := decodeBody(&req, r.body); err != nil || !s.consumerKindOK(req.Consumer.Kind) {
-		return statusOf(iggy.StatusInvalidCommand)
+		return outcome{}
 	}
 	pid := uint32(0)
 	if req.PartitionID.Present {
@@ -42,14 +52,14 @@ func (s *Server) getConsumerOffset(c *conn, r *request) outcome {
 		s.mu.Unlock()
 		return outcome{} // unknown stream or topic: empty body
 	}
+	if !s.accessOf(r.sess).pollMessages(t.stream.id, t.id) {
+		s.mu.Unlock()
+		return statusOf(iggy.StatusUnauthorized)
+	}
 	p := t.partitionByID(pid)
 	if p == nil {
 		s.mu.Unlock()
 		return statusOf(iggy.StatusPartitionNotFound)
-	}
-	if !s.accessOf(r.sess).pollMessages(t.stream.id, t.id) {
-		s.mu.Unlock()
-		return statusOf(iggy.StatusUnauthorized)
 	}
 	key := offsetKeyOf(&req.Consumer)
 	if req.Consumer.Kind == iggy.ConsumerKindConsumerGroup {
@@ -71,8 +81,11 @@ func (s *Server) getConsumerOffset(c *conn, r *request) outcome {
 }
 
 // resolveOffsetTarget applies the STORE/DELETE_CONSUMER_OFFSET admission
-// rules of §3.8 (status channel): 20 for an unresolvable target or a group
-// caller without the partition, 41 without poll permission.
+// rules of the real server's dispatch_partition_request
+// (core/server/src/dispatch.rs, resolve_partition_request_namespace in
+// responses.rs): every namespace failure (no partition id, unknown
+// stream, topic or partition, a group caller not owning the partition) is
+// a deny with ResourceNotFound (20); then 41 without poll permission.
 func (s *Server) resolveOffsetTarget(r *request, consumer *iggy.Consumer, sid, tid *iggy.Identifier, part *iggy.OptionalPartition) (offsetTarget, iggy.Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,14 +95,10 @@ func (s *Server) resolveOffsetTarget(r *request, consumer *iggy.Consumer, sid, t
 		return tg, iggy.StatusResourceNotFound
 	}
 	isGroup := consumer.Kind == iggy.ConsumerKindConsumerGroup
-	if isGroup && !part.Present {
+	if !part.Present {
 		return tg, iggy.StatusResourceNotFound
 	}
-	pid := uint32(0)
-	if part.Present {
-		pid = part.PartitionID
-	}
-	p := t.partitionByID(pid)
+	p := t.partitionByID(part.PartitionID)
 	if p == nil {
 		return tg, iggy.StatusResourceNotFound
 	}
@@ -115,7 +124,9 @@ func (s *Server) resolveOffsetTarget(r *request, consumer *iggy.Consumer, sid, t
 func (s *Server) storeConsumerOffset(c *conn, r *request) outcome {
 	var req iggy.StoreConsumerOffsetRequest
 	if err := decodeBody(&req, r.body); err != nil || !s.consumerKindOK(req.Consumer.Kind) {
-		return statusOf(iggy.StatusInvalidCommand)
+		// The real server cannot resolve the namespace of an undecodable
+		// body: deny with ResourceNotFound, as for a missing target.
+		return statusOf(iggy.StatusResourceNotFound)
 	}
 	tg, status := s.resolveOffsetTarget(r, &req.Consumer, &req.StreamID, &req.TopicID, &req.PartitionID)
 	if status != 0 {
@@ -140,7 +151,9 @@ func (s *Server) storeConsumerOffset(c *conn, r *request) outcome {
 func (s *Server) deleteConsumerOffset(c *conn, r *request) outcome {
 	var req iggy.DeleteConsumerOffsetRequest
 	if err := decodeBody(&req, r.body); err != nil || !s.consumerKindOK(req.Consumer.Kind) {
-		return statusOf(iggy.StatusInvalidCommand)
+		// The real server cannot resolve the namespace of an undecodable
+		// body: deny with ResourceNotFound, as for a missing target.
+		return statusOf(iggy.StatusResourceNotFound)
 	}
 	tg, status := s.resolveOffsetTarget(r, &req.Consumer, &req.StreamID, &req.TopicID, &req.PartitionID)
 	if status != 0 {

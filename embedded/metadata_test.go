@@ -234,7 +234,7 @@ func TestPurgeAndSegments(t *testing.T) {
 	for range 4 { // two sealed segments and an active one
 		c.send(numID(0), numID(0), 0, big)
 	}
-	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(1), StreamID: numID(0), TopicID: numID(0), Offset: 3, Ack: iggy.AckLevelQuorum}))
+	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(1), StreamID: numID(0), TopicID: numID(0), PartitionID: iggy.OptionalPartition{Present: true}, Offset: 3, Ack: iggy.AckLevelQuorum}))
 	td, _ := c.getTopic(numID(0), numID(0))
 	if td.Partitions[0].SegmentsCount != 3 {
 		t.Fatalf("segments %d", td.Partitions[0].SegmentsCount)
@@ -293,7 +293,7 @@ func TestRetention(t *testing.T) {
 		return c.poll(pollReq(single(1), numID(0), numID(topic), nil, iggy.PollingKindFirst, 0, 1, false)).offsets[0]
 	}
 	// A stored offset pins: nothing above offset 0 may go.
-	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(9), StreamID: numID(0), TopicID: numID(0), Offset: 0, Ack: iggy.AckLevelQuorum}))
+	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(9), StreamID: numID(0), TopicID: numID(0), PartitionID: iggy.OptionalPartition{Present: true}, Offset: 0, Ack: iggy.AckLevelQuorum}))
 	clk.advance(2 * 3600e9)
 	s.applyRetention()
 	if got := first(0); got != 0 {
@@ -304,7 +304,7 @@ func TestRetention(t *testing.T) {
 	}
 	// Segments hold offsets 0-1 and 2-3 (both sealed) and nothing (active).
 	// Pinned at 1 only the first may go.
-	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(9), StreamID: numID(0), TopicID: numID(0), Offset: 1, Ack: iggy.AckLevelQuorum}))
+	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(9), StreamID: numID(0), TopicID: numID(0), PartitionID: iggy.OptionalPartition{Present: true}, Offset: 1, Ack: iggy.AckLevelQuorum}))
 	s.applyRetention()
 	if got := first(0); got != 2 {
 		t.Fatalf("expiry retention: first offset %d, want 2", got)

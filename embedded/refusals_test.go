@@ -16,6 +16,7 @@ type channel int
 
 const (
 	chOK       channel = iota // status 0 and result 0
+	chEmpty                   // status 0 with an empty body
 	chStatus                  // reply status
 	chResult                  // result section of a status-0 reply
 	chEviction                // Eviction frame
@@ -59,6 +60,10 @@ func (e expect) check(t *testing.T, c *tclient) reply {
 		}
 		if code, _ := r.result(t); code != e.code || len(r.body) != iggy.LimitRejectionBodySize {
 			t.Fatalf("want result %d (12-byte body), got %d body %x", e.code, code, r.body)
+		}
+	case chEmpty:
+		if r.evicted != nil || r.status() != 0 || len(r.body) != 0 {
+			t.Fatalf("want status 0 with an empty body, got status %d body %x evicted %+v", r.status(), r.body, r.evicted)
 		}
 	case chOK:
 		c.ok(r)
@@ -260,10 +265,26 @@ func TestRefusals(t *testing.T) {
 			expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
 		{"delete offset nothing stored", nil, false, "", rep(iggy.OperationDeleteConsumerOffset, encode(&iggy.DeleteConsumerOffsetRequest{Consumer: single(42), StreamID: s0, TopicID: t0, PartitionID: part0, Ack: iggy.AckLevelQuorum})),
 			expect{ch: chStatus, code: iggy.StatusConsumerOffsetNotFound}},
+		{"store offset without partition id", nil, false, "", rep(iggy.OperationStoreConsumerOffset, encode(&iggy.StoreConsumerOffsetRequest{Consumer: single(1), StreamID: s0, TopicID: t0, Offset: 1, Ack: iggy.AckLevelQuorum})),
+			expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
+		{"store offset unknown partition", nil, false, "", rep(iggy.OperationStoreConsumerOffset, encode(&iggy.StoreConsumerOffsetRequest{Consumer: single(1), StreamID: s0, TopicID: t0, PartitionID: iggy.OptionalPartition{Present: true, PartitionID: 7}, Offset: 1, Ack: iggy.AckLevelQuorum})),
+			expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
+		{"undecodable store offset", nil, false, "", rep(iggy.OperationStoreConsumerOffset, []byte{1, 1}), expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
+		{"undecodable delete offset", nil, false, "", rep(iggy.OperationDeleteConsumerOffset, []byte{1, 1}), expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
+		{"undecodable get offset", nil, false, "", op2(iggy.CodeGetConsumerOffset, rawBody{1, 1}), expect{ch: chEmpty}},
+		{"get offset unknown topic", nil, false, "", op2(iggy.CodeGetConsumerOffset, &iggy.GetConsumerOffsetRequest{Consumer: single(1), StreamID: s0, TopicID: numID(9), PartitionID: part0}), expect{ch: chEmpty}},
+		{"get offset unknown partition", nil, false, "", op2(iggy.CodeGetConsumerOffset, &iggy.GetConsumerOffsetRequest{Consumer: single(1), StreamID: s0, TopicID: t0, PartitionID: iggy.OptionalPartition{Present: true, PartitionID: 7}}),
+			expect{ch: chStatus, code: iggy.StatusPartitionNotFound}},
+		{"get offset unknown group", nil, false, "", op2(iggy.CodeGetConsumerOffset, &iggy.GetConsumerOffsetRequest{Consumer: iggy.Consumer{Kind: iggy.ConsumerKindConsumerGroup, ID: nameID("nope")}, StreamID: s0, TopicID: t0, PartitionID: part0}), expect{ch: chEmpty}},
+		{"get offset nothing stored", nil, false, "", op2(iggy.CodeGetConsumerOffset, &iggy.GetConsumerOffsetRequest{Consumer: single(42), StreamID: s0, TopicID: t0, PartitionID: part0}), expect{ch: chEmpty}},
+		// Kind 3 on a 0.11 server: the WireConsumer decoder rejects it, so
+		// each command answers its undecodable-body case.
 		{"external group on 0.11 (store)", nil, false, "", rep(iggy.OperationStoreConsumerOffset, encode(&iggy.StoreConsumerOffsetRequest{Consumer: external, StreamID: s0, TopicID: t0, PartitionID: part0, Offset: 1, Ack: iggy.AckLevelQuorum})),
-			expect{ch: chStatus, code: iggy.StatusInvalidCommand}},
+			expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
+		{"external group on 0.11 (delete)", nil, false, "", rep(iggy.OperationDeleteConsumerOffset, encode(&iggy.DeleteConsumerOffsetRequest{Consumer: external, StreamID: s0, TopicID: t0, PartitionID: part0, Ack: iggy.AckLevelQuorum})),
+			expect{ch: chStatus, code: iggy.StatusResourceNotFound}},
 		{"external group on 0.11 (get)", nil, false, "", op2(iggy.CodeGetConsumerOffset, &iggy.GetConsumerOffsetRequest{Consumer: external, StreamID: s0, TopicID: t0, PartitionID: part0}),
-			expect{ch: chStatus, code: iggy.StatusInvalidCommand}},
+			expect{ch: chEmpty}},
 
 		// Consumer groups.
 		{"join unknown group", nil, false, "", rep(iggy.OperationJoinConsumerGroup, encode(&iggy.JoinConsumerGroupRequest{StreamID: s0, TopicID: t0, GroupID: nameID("nope")})), expect{ch: chResult, code: iggy.StatusConsumerGroupIDNotFound}},
@@ -306,7 +327,7 @@ func TestRefusals(t *testing.T) {
 			}
 			c.writeRaw(tc.build(c))
 			tc.want.check(t, c)
-			if tc.want.ch == chSilence || tc.want.ch == chOK || tc.want.ch == chStatus || tc.want.ch == chResult {
+			if tc.want.ch != chEviction && tc.want.ch != chClosed {
 				// The connection stays usable.
 				h := c.header(iggy.OperationNonReplicated, c.next)
 				h.Code = iggy.CodePing
@@ -357,3 +378,9 @@ func TestFrameRefusals(t *testing.T) {
 		})
 	}
 }
+
+// rawBody is a request body given as raw bytes.
+type rawBody []byte
+
+func (b rawBody) EncodedSize() int           { return len(b) }
+func (b rawBody) AppendTo(dst []byte) []byte { return append(dst, b...) }
