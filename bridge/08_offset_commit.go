@@ -28,7 +28,9 @@ package bridge
 //   - Failures map through kafkaCode with the offsets scope: retriable and
 //     timed-out Iggy calls answer COORDINATOR_LOAD_IN_PROGRESS (14), which
 //     every client retries; a consumer-mode commit beyond the high
-//     watermark (Iggy 4100) answers OFFSET_OUT_OF_RANGE (1).
+//     watermark (Iggy 4100) answers OFFSET_OUT_OF_RANGE (1); offsets.mode
+//     external-group on a server that refuses consumer kind 3 answers
+//     UNKNOWN_SERVER_ERROR (-1, not retried) with one error log line.
 //
 // Version notes: v1 generation, member id, per-partition timestamp; v2-v4
 // retention time; v3 throttle; v5 drops retention; v6 leader epoch; v7
@@ -38,7 +40,7 @@ package bridge
 // Iggy commands: GET_TOPIC (300), GET_TOPICS (301, v10 topic ids),
 // GET_CONSUMER_GROUP (600) and CREATE_CONSUMER_GROUP (602) once per topic
 // (external-group), STORE_CONSUMER_OFFSET (121), DELETE_CONSUMER_OFFSET
-// (122), GET_CONSUMER_OFFSET (120, the auto probe). Consumer mode: a
+// (122). Consumer mode: a
 // commit of 0 is a store (marker) and a delete (main key); a commit N > 0
 // is a store, plus a delete of the marker on a key's first commit in the
 // process and then at most once a minute; a negative offset two deletes.

@@ -21,7 +21,7 @@ package bridge
 //     Iggy failures: COORDINATOR_LOAD_IN_PROGRESS (14) when retriable.
 //
 // Iggy commands: DELETE_CONSUMER_OFFSET (122), GET_CONSUMER_OFFSET (120,
-// unknown groups and the auto probe), GET_TOPIC (300).
+// unknown groups), GET_TOPIC (300).
 
 import (
 	"context"

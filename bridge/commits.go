@@ -43,11 +43,15 @@ func offsetsScoped(code int16) int16 {
 // rest at debug level.
 func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
 	code := kafkaCode(err, scopeOffsets)
-	if code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode) {
-		code = kerr.CoordinatorLoadInProgress.Code // the auto probe failed: retry
+	refused := errors.Is(err, errKind3Refused)
+	switch {
+	case refused:
+		code = kerr.UnknownServerError.Code // not retried; logged once by the store
+	case code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode):
+		code = kerr.CoordinatorLoadInProgress.Code // no login yet: retry
 	}
 	ev := b.log.Debug()
-	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
+	if code == kerr.UnknownServerError.Code && ctx.Err() == nil && !refused {
 		ev = b.log.Warn()
 	}
 	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).

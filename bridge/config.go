@@ -71,9 +71,12 @@ type GroupsConfig struct {
 
 // OffsetsConfig says where committed offsets live.
 type OffsetsConfig struct {
-	// Mode is auto, external-group or consumer: auto uses Iggy's
-	// ExternalGroup consumer kind where the server has it and falls back to
-	// single consumers elsewhere (KAFKA-ON-IGGY §6). Default "auto".
+	// Mode is auto, external-group or consumer: auto picks by the protocol
+	// generation the Iggy server announces at login, Iggy's ExternalGroup
+	// consumer kind where the generation has it and single consumers
+	// elsewhere (0.11, Iggy server 0.9.x); external-group on a server
+	// that refuses kind 3 fails every commit with UNKNOWN_SERVER_ERROR and
+	// one error log line (KAFKA-ON-IGGY §6). Default "auto".
 	Mode string `koanf:"mode"`
 }
 

@@ -34,14 +34,21 @@ package bridge
 //     while the partition stays empty (earliest = latest = 0); records
 //     appended before the consumer starts then follow its
 //     auto.offset.reset.
-//   - auto (default): decided once per process by a kind-3 probe (a
-//     GET_CONSUMER_OFFSET with kind 3 on the first topic used): a server
-//     that answers it has ExternalGroup (0.12 semantics, or the embedded
-//     server with external_groups on); InvalidCommand (3), what 0.11
-//     servers (Iggy 0.9.x) answer, selects consumer. Any other failure
-//     leaves the mode undecided (the request fails with a retriable code
-//     and the next one probes again). The Iggy client speaks protocol 0.11
-//     only, so the server's protocol generation is not consulted.
+//   - auto (default): decided by the protocol generation the Iggy server
+//     announced at login (iggy.Client.Protocol): a generation with consumer
+//     kind 3 (icodec.ConsumerKindExternalGroup.ValidIn) selects
+//     external-group, one without it (0.11, Iggy server 0.9.x) consumer.
+//     Nothing is probed: a 0.11 server answers a kind-3 read with status 0
+//     and an empty body ("nothing stored") and a kind-3 store with
+//     ResourceNotFound, which no probe can tell from a real answer. Before
+//     the first login the mode is undecided (the request fails with a
+//     retriable code).
+//   - A pinned external-group on a server whose generation lacks kind 3
+//     is tried (the embedded server's external_groups option serves it on
+//     0.11); when the store is refused, the commit fails with
+//     UNKNOWN_SERVER_ERROR (not retried by clients), one error log line
+//     names offsets.mode, and every later commit and delete of the process
+//     fails the same way without an Iggy call.
 //
 // Common rules: group ids 1..246 bytes of UTF-8 (255 minus the prefix),
 // else INVALID_GROUP_ID; a negative offset deletes the key (not-found
@@ -59,7 +66,7 @@ package bridge
 // earlier correlation id) was overtaken: it is skipped and answered as
 // successful, which leaves the value a serial broker would leave.
 //
-// Locking: offsetStore.mu and commitOrder.mu are leaves, never held during
+// Locking: commitOrder.mu is a leaf, never held during
 // I/O. A commitSlot.mu is held across its key's Iggy writes (two in
 // consumer mode when the zero marker is involved) and nothing is taken
 // under it but the Iggy client's own leaf locks.
@@ -126,6 +133,10 @@ const (
 // errOffsetsMode is returned when the auto mode cannot be decided.
 var errOffsetsMode = errors.New("bridge: offsets mode not decided yet")
 
+// errKind3Refused is returned by every offsets write once a pinned
+// external-group mode met a server that refuses consumer kind 3.
+var errKind3Refused = errors.New("bridge: the Iggy server refuses consumer kind 3 (ExternalGroup); set offsets.mode to auto or consumer")
+
 // validGroupID applies the group-id rule of §6.
 func validGroupID(g string) bool {
 	return g != "" && len(g) <= maxGroupIDLen && utf8.ValidString(g)
@@ -146,19 +157,10 @@ type offsetStore struct {
 	b      *Bridge
 	pinned offsetMode // configured mode; unknown = auto
 
-	mu    sync.Mutex
-	mode  offsetMode
-	probe *modeProbe // auto probe in flight
+	modeAt atomic.Uint32 // auto: the generation the mode was last logged for
 
 	order        commitOrder
-	kind3Refused atomic.Bool // logged once
-}
-
-// modeProbe is one kind-3 probe; waiters block on done.
-type modeProbe struct {
-	done chan struct{}
-	mode offsetMode
-	err  error
+	kind3Refused atomic.Bool // a pinned external-group mode was refused
 }
 
 func newOffsetStore(b *Bridge) *offsetStore {
@@ -169,65 +171,37 @@ func newOffsetStore(b *Bridge) *offsetStore {
 	case "consumer":
 		s.pinned = offsetModeConsumer
 	}
-	s.mode = s.pinned
 	s.order.slots = map[commitKey]*commitSlot{}
 	return s
 }
 
-// resolveMode returns the mode, probing the server once in auto mode; ref
-// is the topic the probe reads.
-func (s *offsetStore) resolveMode(ctx context.Context, ref iggy.TopicRef) (offsetMode, error) {
-	for {
-		s.mu.Lock()
-		if s.mode != offsetModeUnknown {
-			m := s.mode
-			s.mu.Unlock()
-			return m, nil
-		}
-		if p := s.probe; p != nil {
-			s.mu.Unlock()
-			select {
-			case <-p.done:
-				if p.err != nil {
-					return offsetModeUnknown, p.err
-				}
-				continue
-			case <-ctx.Done():
-				return offsetModeUnknown, errors.Join(errOffsetsMode, ctx.Err())
-			}
-		}
-		p := &modeProbe{done: make(chan struct{})}
-		s.probe = p
-		s.mu.Unlock()
-
-		p.mode, p.err = s.probeKind3(ctx, ref)
-		s.mu.Lock()
-		if p.err == nil {
-			s.mode = p.mode
-		}
-		s.probe = nil
-		s.mu.Unlock()
-		close(p.done)
-		if p.err != nil {
-			return offsetModeUnknown, p.err
-		}
-		s.b.log.Info().Str("offsets_mode", p.mode.String()).Msg("offsets: mode chosen by kind-3 probe")
-		return p.mode, nil
+// modeFor is the auto mode for protocol generation p.
+func modeFor(p icodec.ProtocolVersion) offsetMode {
+	if icodec.ConsumerKindExternalGroup.ValidIn(p) {
+		return offsetModeExternal
 	}
+	return offsetModeConsumer
 }
 
-// probeKind3 asks the server whether it knows consumer kind 3.
-func (s *offsetStore) probeKind3(ctx context.Context, ref iggy.TopicRef) (offsetMode, error) {
-	c := icodec.Consumer{Kind: icodec.ConsumerKindExternalGroup, ID: stringID(iggyGroupName("probe"))}
-	_, _, err := s.b.iggy.GetOffset(ctx, ref, 0, c)
-	switch {
-	case err == nil, iggy.IsNotFound(err):
-		return offsetModeExternal, nil
-	case errors.Is(err, icodec.StatusInvalidCommand):
-		return offsetModeConsumer, nil
+// resolveMode returns the mode: the pinned one, or in auto mode the one of
+// the protocol generation of the latest login (logged when it changes).
+func (s *offsetStore) resolveMode(context.Context, iggy.TopicRef) (offsetMode, error) {
+	if s.pinned != offsetModeUnknown {
+		if s.pinned == offsetModeExternal && s.kind3Refused.Load() {
+			return s.pinned, errKind3Refused
+		}
+		return s.pinned, nil
 	}
-	s.b.log.Warn().Err(err).Uint32("iggy_code", iggyCode(err)).Msg("offsets: kind-3 probe failed")
-	return offsetModeUnknown, errors.Join(errOffsetsMode, err)
+	p := s.b.iggy.Protocol()
+	if p == 0 {
+		return offsetModeUnknown, errOffsetsMode
+	}
+	m := modeFor(p)
+	if s.modeAt.Swap(uint32(p)) != uint32(p) {
+		s.b.log.Info().Str("offsets_mode", m.String()).Str("iggy_protocol", p.String()).
+			Msg("offsets: mode chosen by the server's protocol generation")
+	}
+	return m, nil
 }
 
 // stringID is a string Identifier.
@@ -254,7 +228,6 @@ func (s *offsetStore) prepare(ctx context.Context, group string, ref iggy.TopicR
 	}
 	if mode == offsetModeExternal {
 		if err := s.ensureGroup(ctx, ref, group, false); err != nil {
-			s.noteKind3Refusal(mode, err)
 			return mode, err
 		}
 	}
@@ -282,8 +255,7 @@ func (s *offsetStore) commit(ctx context.Context, mode offsetMode, group string,
 			}
 			err = s.write(ctx, mode, group, ref, partition, offset)
 		}
-		s.noteKind3Refusal(mode, err)
-		return err
+		return s.kind3Refusal(mode, err)
 	})
 }
 
@@ -309,8 +281,7 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 		if mode == offsetModeExternal && groupMissing(err) {
 			return nil
 		}
-		s.noteKind3Refusal(mode, err)
-		return err
+		return s.kind3Refusal(mode, err)
 	})
 }
 
@@ -379,13 +350,22 @@ func groupMissing(err error) bool {
 		errors.Is(err, icodec.StatusConsumerGroupNameNotFound)
 }
 
-// noteKind3Refusal logs once when a pinned external-group mode meets a
-// server that refuses kind 3.
-func (s *offsetStore) noteKind3Refusal(mode offsetMode, err error) {
-	if mode == offsetModeExternal && errors.Is(err, icodec.StatusInvalidCommand) && s.kind3Refused.CompareAndSwap(false, true) {
-		s.b.log.Error().Err(err).Str("offsets_mode", s.pinned.String()).
-			Msg("offsets: the Iggy server refuses consumer kind 3 (ExternalGroup); set offsets.mode to auto or consumer")
+// kind3Refusal turns the failure of a write in mode into errKind3Refused
+// when it is the refusal of consumer kind 3 by a server whose protocol
+// generation lacks it (ResourceNotFound from a real 0.11 server,
+// InvalidCommand from older embedded servers), logging it once at error
+// level with the key to change.
+func (s *offsetStore) kind3Refusal(mode offsetMode, err error) error {
+	if mode != offsetModeExternal || err == nil || icodec.ConsumerKindExternalGroup.ValidIn(s.b.iggy.Protocol()) ||
+		!iggy.IsNotFound(err) && !errors.Is(err, icodec.StatusInvalidCommand) {
+		return err
 	}
+	if s.kind3Refused.CompareAndSwap(false, true) {
+		s.b.log.Error().Err(err).Str("offsets_mode", s.pinned.String()).Str("iggy_protocol", s.b.iggy.Protocol().String()).
+			Uint32("iggy_code", iggyCode(err)).
+			Msg("offsets: the Iggy server refuses consumer kind 3 (ExternalGroup), its protocol generation has none; set offsets.mode to auto or consumer")
+	}
+	return errKind3Refused
 }
 
 // ensureGroup makes sure Iggy consumer group kafka.cg.<group> exists on

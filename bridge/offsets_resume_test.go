@@ -115,6 +115,9 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 
 			s = s.restart(t, func(o *stackOpts) {
 				o.embedded.ExternalGroups = m.kind3
+				if m.kind3 {
+					o.bridge.Offsets.Mode = "external-group" // see offsetsStack
+				}
 				o.bridge.Groups.InitialRebalanceDelay = 50 * time.Millisecond
 				o.bridge.Groups.MinSessionTimeout = time.Second
 				o.embedded.DataDir = dir

@@ -1,9 +1,11 @@
 package bridge_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +24,14 @@ import (
 // through a plain Iggy client.
 
 // offsetsStack starts a stack with kind 3 on or off and offsets.mode mode.
+// The embedded server announces protocol 0.11 either way, so auto there
+// picks consumer: with kind 3 on, mode auto is pinned to external-group
+// (the mode a server with kind 3 in its generation gets from auto).
 func offsetsStack(t *testing.T, kind3 bool, mode string, mods ...func(*stackOpts)) *stack {
 	t.Helper()
+	if kind3 && mode == "auto" {
+		mode = "external-group"
+	}
 	return startStack(t, append([]func(*stackOpts){func(o *stackOpts) {
 		o.embedded.ExternalGroups = kind3
 		o.bridge.Offsets.Mode = mode
@@ -192,7 +200,7 @@ func topicIDOf(t *testing.T, s *stack, topic string) [16]byte {
 
 func strPtr(s string) *string { return &s }
 
-// TestOffsetsKind3Verbatim: with kind 3 on, auto lands on ExternalGroup:
+// TestOffsetsKind3Verbatim: with kind 3 on, external-group mode:
 // the Kafka value is stored verbatim under kind 3 and kafka.cg.<group>,
 // which exists as an Iggy consumer group; no range check applies.
 func TestOffsetsKind3Verbatim(t *testing.T) {
@@ -314,6 +322,60 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 	all, code := rawFetch(r, 8, "audit", nil, [16]byte{})
 	if code != 0 || len(all) != 1 || len(all["events"]) != 1 || all["events"][0] != (fetched{7, 0}) {
 		t.Fatalf("null-topic fetch: %v %d", all, code)
+	}
+}
+
+// TestOffsetsAutoByProtocol: auto follows the protocol generation the
+// server announced at login, not what the server would answer: the
+// embedded server with kind 3 on still announces 0.11, so auto stores
+// single consumers and never sends kind 3.
+func TestOffsetsAutoByProtocol(t *testing.T) {
+	s := startStack(t, func(o *stackOpts) {
+		o.embedded.ExternalGroups = true
+		o.bridge.Offsets.Mode = "auto"
+	})
+	if p := s.Client.Protocol(); p != icodec.Protocol011 {
+		t.Fatalf("login protocol %v, want 0.11.0", p)
+	}
+	offTopic(t, s, "byproto", 1, map[int32]int{0: 4})
+	r := dialRaw(t, s.Addr)
+	if codes := rawCommit(r, 8, "g", "byproto", [16]byte{}, map[int32]int64{0: 4}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	if v, ok := iggyStored(t, s, icodec.ConsumerKindConsumer, "g", "byproto", 0); !ok || v != 3 {
+		t.Fatalf("kind 1: %d %v", v, ok)
+	}
+	if _, ok := iggyStored(t, s, icodec.ConsumerKindExternalGroup, "g", "byproto", 0); ok {
+		t.Fatal("auto used kind 3 on a 0.11 server")
+	}
+	if iggyGroupExists(t, s, "g", "byproto") {
+		t.Fatal("auto on 0.11 created an Iggy consumer group")
+	}
+}
+
+// TestOffsetsExternalRefused: offsets.mode external-group on a server that
+// answers kind 3 as a real 0.11 server does (ResourceNotFound) fails the
+// commit with UNKNOWN_SERVER_ERROR, which clients do not retry, logs one
+// error line naming offsets.mode, and fails later commits at once.
+func TestOffsetsExternalRefused(t *testing.T) {
+	var logs syncBuffer
+	s := offsetsStack(t, false, "external-group", func(o *stackOpts) { o.bridgeLog = &logs })
+	offTopic(t, s, "refused", 2, map[int32]int{0: 4})
+	r := dialRaw(t, s.Addr)
+	for i := 0; i < 3; i++ {
+		codes := rawCommit(r, 8, "g", "refused", [16]byte{}, map[int32]int64{0: 2, 1: 0})
+		if codes[0] != kerr.UnknownServerError.Code || codes[1] != kerr.UnknownServerError.Code {
+			t.Fatalf("commit %d: %v, want UNKNOWN_SERVER_ERROR", i, codes)
+		}
+	}
+	if codes := rawCommit(r, 8, "g", "refused", [16]byte{}, map[int32]int64{0: -1}); codes[0] != kerr.UnknownServerError.Code {
+		t.Fatalf("delete by negative offset: %v, want UNKNOWN_SERVER_ERROR", codes)
+	}
+	if n := strings.Count(logs.String(), "offsets.mode"); n != 1 {
+		t.Fatalf("%d log lines name offsets.mode, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), `"level":"error"`) {
+		t.Fatalf("the refusal is not logged at error level:\n%s", logs.String())
 	}
 }
 
@@ -649,4 +711,22 @@ func TestInitProducerIDStack(t *testing.T) {
 			t.Fatal("transactional produce succeeded")
 		}
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (a log sink).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

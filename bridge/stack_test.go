@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"strconv"
 	"testing"
@@ -28,10 +29,11 @@ type stack struct {
 
 // stackOpts tweaks a stack before it starts.
 type stackOpts struct {
-	embedded embedded.Config
-	client   iggy.Config
-	bridge   bridge.Config
-	proxy    proxy.Config
+	embedded  embedded.Config
+	client    iggy.Config
+	bridge    bridge.Config
+	proxy     proxy.Config
+	bridgeLog io.Writer // also gets the bridge's log lines (warn and up)
 }
 
 // startStack starts a stack on loopback ports and stops it when the test ends.
@@ -74,7 +76,11 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	}
 	t.Cleanup(func() { _ = cl.Close() })
 
-	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: log})
+	blog := log
+	if o.bridgeLog != nil {
+		blog = zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), o.bridgeLog)).Level(zerolog.WarnLevel)
+	}
+	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: blog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,7 @@ type Client struct {
 	inFlight atomic.Int32
 	upOnce   sync.Once
 	upCh     chan struct{} // closed when a session first logs in
+	proto    atomic.Uint32 // protocol generation of the latest login (0 before)
 
 	meta metaCache
 }
@@ -204,6 +205,20 @@ func (c *Client) Ready() bool { return c.up.Load() > 0 }
 
 // SessionsUp returns the number of logged-in sessions.
 func (c *Client) SessionsUp() int { return int(c.up.Load()) }
+
+// Protocol returns the protocol generation the latest login settled on:
+// the older of the version this client announced and the one the server
+// answered with (0 before the first login). What a generation supports
+// (consumer kinds, commands) is asked of the codec's version types, e.g.
+// icodec.ConsumerKindExternalGroup.ValidIn(c.Protocol()).
+func (c *Client) Protocol() icodec.ProtocolVersion {
+	return icodec.ProtocolVersion(c.proto.Load())
+}
+
+// noteLogin records the generation of a successful login.
+func (c *Client) noteLogin(client, server icodec.ProtocolVersion) {
+	c.proto.Store(uint32(min(client, server)))
+}
 
 func (c *Client) sessionUp(delta int32) {
 	n := c.up.Add(delta)

@@ -192,6 +192,7 @@ func (s *session) login(deadline time.Time) error {
 		return s.fail(fmt.Errorf("%w: login reply with session 0", ErrProtocol))
 	}
 	s.epoch, s.reqNo = ls.Session, 1
+	s.c.noteLogin(icodec.ProtocolVersion(vi.ProtocolVersion), icodec.ProtocolVersion(ls.ServerProtocolVersion))
 	s.log.Debug().Uint32("user_id", ls.UserID).Str("server_version", ls.ServerVersion).
 		Str("server_protocol", icodec.ProtocolVersion(ls.ServerProtocolVersion).String()).Msg("iggy login")
 	return nil
