@@ -32,8 +32,9 @@ const (
 	DefaultBackoffMin = 100 * time.Millisecond
 	// DefaultBackoffMax caps the reconnect delay (5s).
 	DefaultBackoffMax = 5 * time.Second
-	// DefaultKeepaliveInterval is the idle time after which a session sends
-	// PING (15s; Iggy evicts silent group members after 36s, §1.10).
+	// DefaultKeepaliveInterval bounds how long a silent server goes
+	// unnoticed (15s: PING after 7.5s idle; Iggy evicts silent group
+	// members after 36s, §1.10).
 	DefaultKeepaliveInterval = 15 * time.Second
 	// DefaultMaxBatchBytes caps the message frames of one coalesced
 	// SEND_MESSAGES batch (4 MiB).
@@ -87,8 +88,11 @@ type Config struct {
 	BackoffMin time.Duration `koanf:"backoff_min"`
 	// BackoffMax caps the reconnect delay. Default 5s.
 	BackoffMax time.Duration `koanf:"backoff_max"`
-	// KeepaliveInterval: an idle session sends PING after this long. 0
-	// disables keep-alive. Default 15s.
+	// KeepaliveInterval bounds how long a silent Iggy server goes
+	// unnoticed: an idle session sends PING after half of it and drops the
+	// connection (and reconnects) when no answer comes within the other
+	// half. A server that closes or resets the connection is noticed at
+	// once, keep-alive or not. 0 disables keep-alive. Default 15s.
 	KeepaliveInterval time.Duration `koanf:"keepalive_interval"`
 	// Coalesce merges the sends queued for one partition while its lane is
 	// busy into one Iggy batch. Off, every Send is its own SEND_MESSAGES.

@@ -18,8 +18,15 @@
 // in flight, a malformed frame, 40 Unauthenticated or an empty send reply.
 // It then registers again after an exponential backoff with jitter
 // (BackoffMin doubling to BackoffMax). Replies 57/58 are answered by
-// resending the identical frame after 50 ms while the deadline allows. An
-// idle session sends PING every KeepaliveInterval.
+// resending the identical frame after 50 ms while the deadline allows.
+//
+// Liveness: a session idle for 100 ms watches its connection (a goroutine
+// blocked in a one-byte read, stopped by a past read deadline before the
+// next request), so a server that closes or resets the connection, or
+// evicts the session unasked, drops it at once and Ready turns false when
+// no other session is up. A silent server is caught by the keep-alive: an
+// idle session sends PING after KeepaliveInterval/2 and waits at most the
+// other half for the answer.
 //
 // # Work distribution
 //

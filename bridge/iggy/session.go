@@ -44,6 +44,9 @@ type session struct {
 	reqNo    uint64 // request counter (§1.8.3)
 	broken   error  // set when the connection must be dropped
 
+	watching  bool       // a goroutine is peeking at the idle connection
+	watchDone chan error // its outcome (buffered, reused)
+
 	wb     []byte   // request header (+ send head) scratch
 	segs   [][]byte // frame pieces of a send
 	wsegs  [][]byte // copy handed to net.Buffers (which consumes it)
@@ -218,33 +221,140 @@ func (s *session) interrupt() {
 	}
 }
 
+// idleWatchAfter is how long a session waits idle before it watches its
+// connection for the server closing it (see watch).
+const idleWatchAfter = 100 * time.Millisecond
+
 // serve takes work until the session breaks or the client closes.
+//
+// Liveness: a session reads only its own replies, so an idle one would
+// notice a closed connection only at its next request. After
+// idleWatchAfter without work it therefore watches the connection (a
+// goroutine blocked in a one-byte Peek): EOF or a reset breaks the session
+// at once, which turns Ready false when it was the last one up; bytes the
+// server sends unasked (an eviction) are read and break it too. The watch
+// is stopped (a read deadline in the past) before the next request, so
+// under load, with the session never idle that long, it costs nothing. A
+// server that goes silent is noticed by the keep-alive: after half the
+// keep-alive interval idle the session sends PING and waits at most the
+// other half for the answer.
 func (s *session) serve() error {
 	var ka <-chan time.Time
 	var timer *time.Timer
-	if iv := s.c.cfg.KeepaliveInterval; iv > 0 {
-		timer = time.NewTimer(iv)
+	iv := s.c.cfg.KeepaliveInterval
+	if iv > 0 {
+		timer = time.NewTimer(iv / 2)
 		defer timer.Stop()
 		ka = timer.C
 	}
+	idle := time.NewTimer(idleWatchAfter)
+	defer idle.Stop()
+	defer s.stopWatch()
 	for {
+		var watchEnd <-chan error
+		if s.watching {
+			watchEnd = s.watchDone
+		}
 		select {
 		case <-s.c.ctx.Done():
 			return ErrClosed
 		case <-s.lane.kick:
+			if s.stopWatch() != nil {
+				s.lane.signal() // the lane's work waits for the next session
+				break
+			}
 			s.runLane()
 		case cl := <-s.c.reads:
+			_ = s.stopWatch() // a broken session fails the call unsent
 			s.runCall(cl)
 		case <-ka:
-			s.ping()
+			if s.stopWatch() == nil {
+				s.ping(iv / 2)
+			}
+		case <-idle.C:
+			if s.watch(); s.broken == nil {
+				continue // the timers keep running
+			}
+		case err := <-watchEnd:
+			s.watching = false
+			s.watchEnded(err, false)
 		}
 		if s.broken != nil {
 			return s.broken
 		}
+		idle.Reset(idleWatchAfter)
 		if timer != nil {
-			timer.Reset(s.c.cfg.KeepaliveInterval)
+			timer.Reset(iv / 2)
 		}
 	}
+}
+
+// watch starts watching the idle connection (see serve).
+func (s *session) watch() {
+	if s.watching || s.conn == nil {
+		return
+	}
+	if err := s.conn.SetReadDeadline(time.Time{}); err != nil {
+		s.fail(s.ioError(err))
+		return
+	}
+	if s.watchDone == nil {
+		s.watchDone = make(chan error, 1)
+	}
+	s.watching = true
+	go func(br *bufio.Reader, done chan<- error) {
+		_, err := br.Peek(1)
+		done <- err
+	}(s.br, s.watchDone)
+}
+
+// stopWatch ends the watch before the session uses its connection again;
+// it returns the session's failure when the connection ended meanwhile.
+func (s *session) stopWatch() error {
+	if !s.watching {
+		return s.broken
+	}
+	s.watching = false
+	_ = s.conn.SetReadDeadline(time.Unix(1, 0))
+	return s.watchEnded(<-s.watchDone, true)
+}
+
+// watchEnded handles the end of a watch: a timeout it caused itself
+// (stopped) is no failure; EOF, a reset or any other read error breaks the
+// session, and so do bytes sent unasked (read and logged: an eviction).
+func (s *session) watchEnded(err error, stopped bool) error {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return s.fail(s.unsolicited())
+	case stopped && errors.As(err, &ne) && ne.Timeout():
+		return nil
+	case s.c.isClosed():
+		return s.fail(ErrClosed)
+	}
+	return s.fail(fmt.Errorf("%w: the connection ended while idle: %w", ErrSessionLost, err))
+}
+
+// unsolicited reads the frame the server sent while no request was in
+// flight and returns why the session must end.
+func (s *session) unsolicited() error {
+	if err := s.conn.SetReadDeadline(time.Now().Add(s.c.cfg.RequestTimeout)); err != nil {
+		return s.ioError(err)
+	}
+	rb := s.c.replyPool.Get()
+	defer s.c.replyPool.Put(rb)
+	frame, err := icodec.ReadFrame(s.br, rb.B, icodec.MaxFrameSize)
+	if err != nil {
+		return fmt.Errorf("%w: bytes from the server while idle: %w", ErrProtocol, err)
+	}
+	rb.B = frame
+	_, err = icodec.DecodeReply(frame)
+	var ev *icodec.EvictionError
+	if errors.As(err, &ev) {
+		s.log.Warn().Uint8("reason", uint8(ev.Header.Reason)).Uint32("iggy_code", uint32(ev.Status())).Msg("iggy session evicted")
+		return errors.Join(ErrSessionLost, err)
+	}
+	return fmt.Errorf("%w: a frame from the server while no request was in flight", ErrProtocol)
 }
 
 // advances reports whether a request with operation op consumes a request
@@ -273,10 +383,12 @@ func (s *session) header(dst []byte, op icodec.Operation, code uint32, bodyLen i
 	return n
 }
 
-func (s *session) ping() {
+// ping sends the keep-alive PING and waits at most wait (and the request
+// timeout) for its answer.
+func (s *session) ping(wait time.Duration) {
 	s.wb = append(s.wb[:0], zeroHeader[:]...)
 	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodePing, 0)
-	rb, _, _, err := s.exchange(time.Now().Add(s.c.cfg.RequestTimeout), [][]byte{s.wb}, n, "system.ping")
+	rb, _, _, err := s.exchange(time.Now().Add(min(wait, s.c.cfg.RequestTimeout)), [][]byte{s.wb}, n, "system.ping")
 	if rb != nil {
 		s.c.replyPool.Put(rb)
 	}

@@ -42,27 +42,29 @@ type sidecarProc struct {
 // keeping its data in dataDir, and waits for its ready line.
 func startSidecarProc(t *testing.T, dataDir string, drain time.Duration) *sidecarProc {
 	t.Helper()
+	return startServeProc(t,
+		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0",
+		"KAFKA_IGGY_EMBEDDED__DATA_DIR="+dataDir,
+		"KAFKA_IGGY_LIMITS__DRAIN_TIMEOUT="+drain.String(),
+	)
+}
+
+// startServeProc starts `kafka-iggy serve` on loopback ports with the extra
+// KAFKA_IGGY_* settings env, and waits for its ready line.
+func startServeProc(t *testing.T, env ...string) *sidecarProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
+	cmd.Env = append(append(childEnv(),
 		"KIGGY_TEST_RUN_MAIN=1",
 		"KIGGY_TEST_MAIN_ARGS=serve",
 		"KAFKA_IGGY_LISTENER__ADDRESS=127.0.0.1:0",
 		"KAFKA_IGGY_ADMIN__ADDRESS=127.0.0.1:0",
-		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0",
-		"KAFKA_IGGY_EMBEDDED__DATA_DIR="+dataDir,
-		"KAFKA_IGGY_LIMITS__DRAIN_TIMEOUT="+drain.String(),
 		"KAFKA_IGGY_LOG__FORMAT=json",
-	)
+	), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +107,18 @@ func startSidecarProc(t *testing.T, dataDir string, drain time.Duration) *sideca
 		t.Fatalf("sidecar not ready within 60s\n%s", p.logText())
 	}
 	return nil
+}
+
+// childEnv is this process's environment without KAFKA_IGGY_* keys (the
+// sidecar refuses unknown ones).
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 func (p *sidecarProc) logText() string {
