@@ -6,7 +6,7 @@ package bridge
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24) for every
 //     partition, with no Iggy call.
 //   - Group checks as on a broker, by the group coordinator
-//     (commitGate -> validateCommit): members of a group must commit with
+//     (groups.Service.ValidateCommit): members of a group must commit with
 //     their member id (and instance id) and the current generation, else
 //     UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or
 //     REBALANCE_IN_PROGRESS for every partition; generation -1 without a
@@ -101,7 +101,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 			rp.Partition = req.Topics[i].Partitions[j].Partition
 		}
 	}
-	if code := c.checkGroup(rq, req); code != 0 {
+	if code := c.checkGroup(ctx, rq, req); code != 0 {
 		setCommitCodes(resp, code)
 		return resp, nil
 	}
@@ -158,19 +158,13 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 }
 
 // checkGroup applies the group-id rule and the coordinator's checks.
-func (c *offsetCommitter) checkGroup(rq *Request, req *kmsg.OffsetCommitRequest) int16 {
+func (c *offsetCommitter) checkGroup(ctx context.Context, rq *Request, req *kmsg.OffsetCommitRequest) int16 {
 	if !validGroupID(req.Group) {
 		return kerr.InvalidGroupID.Code
 	}
-	gate := c.b.commitGate()
-	if gate == nil {
-		return 0
-	}
-	code := gate.validateCommit(req.Group, req.MemberID, req.Generation, req.InstanceID)
-	if code == kerr.IllegalGeneration.Code && rq.Version >= 9 {
-		if _, known := gate.snapshot(req.Group); !known {
-			code = kerr.GroupIDNotFound.Code
-		}
+	code, known := c.b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+	if code == kerr.IllegalGeneration.Code && rq.Version >= 9 && !known {
+		code = kerr.GroupIDNotFound.Code
 	}
 	return code
 }

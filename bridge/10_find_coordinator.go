@@ -5,7 +5,7 @@ package bridge
 // Behavior:
 //   - Group keys (type 0; v0 has no type): this instance, at its advertised
 //     host and port (b.self()), which coordinates every group in memory
-//     (groups.go). Any group id gets that answer; JoinGroup refuses an empty
+//     (bridge/groups). Any group id gets that answer; JoinGroup refuses an empty
 //     one with INVALID_GROUP_ID.
 //   - Transaction keys (type 1): UNSUPPORTED_VERSION (35), explicitly
 //     (KAFKA-ON-IGGY §4): the gateway has no transactions, and a

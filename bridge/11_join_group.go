@@ -3,7 +3,7 @@ package bridge
 // JoinGroup: v0-v9
 //
 // Behavior:
-//   - The classic group protocol of groups.go, coordinated by this instance
+//   - The classic group protocol of bridge/groups, coordinated by this instance
 //     in memory: the request parks until the group's join phase completes
 //     (all members rejoined, the rebalance timeout, or the initial rebalance
 //     delay of a new group), then every member gets the new generation, the
@@ -47,8 +47,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 func (b *Bridge) joinGroupAPI() API {
@@ -70,64 +71,55 @@ func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Respons
 	if rq.Version == 0 {
 		rebalance = req.SessionTimeoutMillis
 	}
-	p := joinParams{
-		group:            req.Group,
-		memberID:         req.MemberID,
-		instanceID:       req.InstanceID,
-		clientHost:       clientHost(rq.Remote),
-		sessionTimeout:   time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		rebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
-		protocolType:     req.ProtocolType,
-		requireKnownID:   rq.Version >= 4,
-		canSkipAssign:    rq.Version >= 9,
+	p := groups.JoinParams{
+		Group:            req.Group,
+		MemberID:         req.MemberID,
+		InstanceID:       req.InstanceID,
+		ClientHost:       clientHost(rq.Remote),
+		SessionTimeout:   time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		RebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
+		ProtocolType:     req.ProtocolType,
+		RequireKnownID:   rq.Version >= 4,
+		CanSkipAssign:    rq.Version >= 9,
 	}
 	if rq.ClientID != nil {
-		p.clientID = *rq.ClientID
+		p.ClientID = *rq.ClientID
 	}
 	if req.Reason != nil {
-		p.reason = *req.Reason
+		p.Reason = *req.Reason
 	}
 	// The metadata aliases the request buffer: copy it. A repeated
 	// protocol name counts once (its first entry).
-	p.protocols = make([]groupProtocol, 0, len(req.Protocols))
+	p.Protocols = make([]groups.Protocol, 0, len(req.Protocols))
 	seen := make(map[string]struct{}, len(req.Protocols))
 	for _, pr := range req.Protocols {
 		if _, dup := seen[pr.Name]; dup {
 			continue
 		}
 		seen[pr.Name] = struct{}{}
-		p.protocols = append(p.protocols, groupProtocol{Name: pr.Name, Metadata: bytes.Clone(pr.Metadata)})
+		p.Protocols = append(p.Protocols, groups.Protocol{Name: pr.Name, Metadata: bytes.Clone(pr.Metadata)})
 	}
 
-	reply := make(chan joinResult, 1)
-	b.groups.join(p, reply)
-	var r joinResult
-	select {
-	case r = <-reply:
-	case <-ctx.Done():
-		r = joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: req.MemberID, generation: -1}
-	case <-b.draining:
-		r = joinResult{code: kerr.NotCoordinator.Code, memberID: req.MemberID, generation: -1}
-	}
+	r := b.groups.Join(ctx, p)
 
-	resp.ErrorCode = r.code
-	resp.Generation = r.generation
-	resp.MemberID = r.memberID
-	resp.LeaderID = r.leader
-	resp.SkipAssignment = r.skipAssign
-	if r.hasProtocol {
-		pt, pn := r.protocolType, r.protocol
+	resp.ErrorCode = r.Code
+	resp.Generation = r.Generation
+	resp.MemberID = r.MemberID
+	resp.LeaderID = r.Leader
+	resp.SkipAssignment = r.SkipAssign
+	if r.HasProtocol {
+		pt, pn := r.ProtocolType, r.Protocol
 		resp.ProtocolType = &pt
 		resp.Protocol = &pn
 	}
-	if len(r.members) > 0 {
-		resp.Members = make([]kmsg.JoinGroupResponseMember, len(r.members))
-		for i, m := range r.members {
+	if len(r.Members) > 0 {
+		resp.Members = make([]kmsg.JoinGroupResponseMember, len(r.Members))
+		for i, m := range r.Members {
 			rm := &resp.Members[i]
 			*rm = kmsg.NewJoinGroupResponseMember()
-			rm.MemberID = m.memberID
-			rm.InstanceID = m.instanceID
-			rm.ProtocolMetadata = m.metadata
+			rm.MemberID = m.MemberID
+			rm.InstanceID = m.InstanceID
+			rm.ProtocolMetadata = m.Metadata
 		}
 	}
 	return resp, nil

@@ -3,7 +3,7 @@ package bridge
 // Heartbeat: v0-v4
 //
 // Behavior:
-//   - Restarts the member's session timer (groups.go). Answers 0 in a
+//   - Restarts the member's session timer (bridge/groups). Answers 0 in a
 //     Stable or CompletingRebalance group, REBALANCE_IN_PROGRESS while the
 //     group prepares a rebalance (the member must rejoin).
 //   - Empty group id: INVALID_GROUP_ID. Unknown group or member:
@@ -32,9 +32,9 @@ func heartbeatErrorCodes(r *kmsg.HeartbeatResponse, f func(int16)) {
 
 func init() { registerAPI((*Bridge).heartbeatAPI) }
 
-func (b *Bridge) handleHeartbeat(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleHeartbeat(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = b.groups.heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation)
+	resp.ErrorCode = b.groups.Heartbeat(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation)
 	return resp, nil
 }

@@ -3,7 +3,7 @@ package bridge
 // LeaveGroup: v0-v5
 //
 // Behavior:
-//   - Removes the named members (groups.go) and starts a rebalance of a
+//   - Removes the named members (bridge/groups) and starts a rebalance of a
 //     Stable or CompletingRebalance group (or completes a running join
 //     phase that was only waiting for them). A member named by
 //     group.instance.id alone (empty member id) is the current holder of
@@ -23,6 +23,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 func (b *Bridge) leaveGroupAPI() API {
@@ -39,23 +41,23 @@ func leaveGroupErrorCodes(r *kmsg.LeaveGroupResponse, f func(int16)) {
 
 func init() { registerAPI((*Bridge).leaveGroupAPI) }
 
-func (b *Bridge) handleLeaveGroup(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleLeaveGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 
-	var ids []leaveIdentity
+	var ids []groups.LeaveIdentity
 	if rq.Version < 3 {
-		ids = []leaveIdentity{{memberID: req.MemberID}}
+		ids = []groups.LeaveIdentity{{MemberID: req.MemberID}}
 	} else {
-		ids = make([]leaveIdentity, len(req.Members))
+		ids = make([]groups.LeaveIdentity, len(req.Members))
 		for i, m := range req.Members {
-			ids[i] = leaveIdentity{memberID: m.MemberID, instanceID: m.InstanceID}
+			ids[i] = groups.LeaveIdentity{MemberID: m.MemberID, InstanceID: m.InstanceID}
 			if m.Reason != nil {
-				ids[i].reason = *m.Reason
+				ids[i].Reason = *m.Reason
 			}
 		}
 	}
-	top, codes := b.groups.leave(req.Group, ids)
+	top, codes := b.groups.Leave(ctx, req.Group, ids)
 	resp.ErrorCode = top
 	if rq.Version < 3 {
 		if top == 0 && len(codes) == 1 {
@@ -70,8 +72,8 @@ func (b *Bridge) handleLeaveGroup(_ context.Context, rq *Request) (kmsg.Response
 	for i, id := range ids {
 		m := &resp.Members[i]
 		*m = kmsg.NewLeaveGroupResponseMember()
-		m.MemberID = id.memberID
-		m.InstanceID = id.instanceID
+		m.MemberID = id.MemberID
+		m.InstanceID = id.InstanceID
 		m.ErrorCode = codes[i]
 	}
 	return resp, nil

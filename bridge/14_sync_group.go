@@ -28,8 +28,9 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 func (b *Bridge) syncGroupAPI() API {
@@ -47,40 +48,31 @@ func (b *Bridge) handleSyncGroup(ctx context.Context, rq *Request) (kmsg.Respons
 	req := rq.Msg.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 
-	p := syncParams{
-		group:        req.Group,
-		memberID:     req.MemberID,
-		instanceID:   req.InstanceID,
-		generation:   req.Generation,
-		protocolType: req.ProtocolType,
-		protocol:     req.Protocol,
+	p := groups.SyncParams{
+		Group:        req.Group,
+		MemberID:     req.MemberID,
+		InstanceID:   req.InstanceID,
+		Generation:   req.Generation,
+		ProtocolType: req.ProtocolType,
+		Protocol:     req.Protocol,
 	}
 	if len(req.GroupAssignment) > 0 {
 		// The assignments alias the request buffer: copy them.
-		p.assignments = make(map[string][]byte, len(req.GroupAssignment))
+		p.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
-			p.assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
+			p.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
 		}
 	}
 
-	reply := make(chan syncResult, 1)
-	b.groups.sync(p, reply)
-	var r syncResult
-	select {
-	case r = <-reply:
-	case <-ctx.Done():
-		r = syncResult{code: kerr.CoordinatorNotAvailable.Code}
-	case <-b.draining:
-		r = syncResult{code: kerr.NotCoordinator.Code}
-	}
+	r := b.groups.Sync(ctx, p)
 
-	resp.ErrorCode = r.code
-	resp.MemberAssignment = r.assignment
+	resp.ErrorCode = r.Code
+	resp.MemberAssignment = r.Assignment
 	if resp.MemberAssignment == nil {
 		resp.MemberAssignment = []byte{}
 	}
-	if r.hasProtocol && rq.Version >= 5 {
-		pt, pn := r.protocolType, r.protocol
+	if r.HasProtocol && rq.Version >= 5 {
+		pt, pn := r.ProtocolType, r.Protocol
 		resp.ProtocolType = &pt
 		resp.Protocol = &pn
 	}

@@ -3,7 +3,7 @@ package bridge
 // DescribeGroups: v0-v6
 //
 // Behavior:
-//   - Each requested group as this instance coordinates it (groups.go):
+//   - Each requested group as this instance coordinates it (bridge/groups):
 //     state, protocol type and members (member id, instance id, client id,
 //     client host). A Stable group also shows its protocol and each
 //     member's metadata and assignment; other states show them empty, as
@@ -32,6 +32,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 func (b *Bridge) describeGroupsAPI() API {
@@ -56,9 +58,13 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 		*rg = kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		if rq.Version >= 3 && req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupAuthorizedOperations
+			rg.AuthorizedOperations = groups.AuthorizedOperations
 		}
-		d, ok := b.groups.describe(id)
+		d, ok, ccode := b.groups.Describe(ctx, id)
+		if ccode != 0 {
+			rg.ErrorCode = ccode
+			continue
+		}
 		if !ok && validGroupID(id) {
 			switch stored, _, err := b.offsets.scan(ctx, id); {
 			case err != nil:
@@ -66,13 +72,13 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 				rg.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 				continue
 			case len(stored) > 0:
-				rg.State = groupEmpty.String()
+				rg.State = groups.StateEmpty.String()
 				rg.Members = []kmsg.DescribeGroupsResponseGroupMember{}
 				continue
 			}
 		}
 		if !ok {
-			rg.State = groupDead.String()
+			rg.State = groups.StateDead.String()
 			if rq.Version >= 6 {
 				rg.ErrorCode = kerr.GroupIDNotFound.Code
 				msg := "group " + id + " not found"
@@ -80,19 +86,19 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 			}
 			continue
 		}
-		rg.State = d.state
-		rg.ProtocolType = d.protocolType
-		rg.Protocol = d.protocol
-		rg.Members = make([]kmsg.DescribeGroupsResponseGroupMember, len(d.members))
-		for j, m := range d.members {
+		rg.State = d.State
+		rg.ProtocolType = d.ProtocolType
+		rg.Protocol = d.Protocol
+		rg.Members = make([]kmsg.DescribeGroupsResponseGroupMember, len(d.Members))
+		for j, m := range d.Members {
 			rm := &rg.Members[j]
 			*rm = kmsg.NewDescribeGroupsResponseGroupMember()
-			rm.MemberID = m.memberID
-			rm.InstanceID = m.instanceID
-			rm.ClientID = m.clientID
-			rm.ClientHost = m.clientHost
-			rm.ProtocolMetadata = nonNilBytes(m.metadata)
-			rm.MemberAssignment = nonNilBytes(m.assignment)
+			rm.MemberID = m.MemberID
+			rm.InstanceID = m.InstanceID
+			rm.ClientID = m.ClientID
+			rm.ClientHost = m.ClientHost
+			rm.ProtocolMetadata = nonNilBytes(m.Metadata)
+			rm.MemberAssignment = nonNilBytes(m.Assignment)
 		}
 	}
 	return resp, nil

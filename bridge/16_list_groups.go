@@ -3,7 +3,7 @@ package bridge
 // ListGroups: v0-v5
 //
 // Behavior:
-//   - Every group this instance coordinates (groups.go), sorted by id, with
+//   - Every group this instance coordinates (bridge/groups), sorted by id, with
 //     its protocol type ("" for groups that only commit offsets). Groups
 //     live in memory: after a restart, or once an Empty group was
 //     forgotten, a group whose offsets are still in Iggy is not listed.
@@ -39,7 +39,7 @@ func listGroupsErrorCodes(r *kmsg.ListGroupsResponse, f func(int16)) {
 
 func init() { registerAPI((*Bridge).listGroupsAPI) }
 
-func (b *Bridge) handleListGroups(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleListGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 
@@ -52,14 +52,19 @@ func (b *Bridge) handleListGroups(_ context.Context, rq *Request) (kmsg.Response
 		states = req.StatesFilter
 	}
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
-	for _, g := range b.groups.list() {
-		if len(states) > 0 && !containsFoldTrim(states, g.state.String()) {
+	listed, code := b.groups.List(ctx)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp, nil
+	}
+	for _, g := range listed {
+		if len(states) > 0 && !containsFoldTrim(states, g.State.String()) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group = g.group
-		lg.ProtocolType = g.protocolType
-		lg.GroupState = g.state.String()
+		lg.Group = g.Group
+		lg.ProtocolType = g.ProtocolType
+		lg.GroupState = g.State.String()
 		lg.GroupType = classicGroupType
 		resp.Groups = append(resp.Groups, lg)
 	}

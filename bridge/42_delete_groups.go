@@ -18,7 +18,7 @@ package bridge
 // Version notes: v1 ThrottleMillis; v2 flexible; v3 ErrorMessage
 // (KIP-1043).
 //
-// Iggy commands: none of its own; the offsets code's deleteGroupOffsets
+// Iggy commands: none of its own; the offsets code's DeleteGroupOffsets
 // (offsets.go) scans the group's topics (GET_TOPICS 301, GET_TOPIC 300,
 // GET_CONSUMER_OFFSET 120, GET_CONSUMER_GROUP 600), deletes each offset
 // (DELETE_CONSUMER_OFFSET 122; in consumer mode the zero marker
@@ -52,7 +52,7 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 		rg := &resp.Groups[i]
 		*rg = kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		code, msg := b.groups.deleteGroup(ctx, id)
+		code, msg := b.groups.Delete(ctx, id)
 		rg.ErrorCode = code
 		if code != 0 && rq.Version >= 3 {
 			rg.ErrorMessage = &msg

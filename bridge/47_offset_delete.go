@@ -25,6 +25,7 @@ package bridge
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,10 +63,8 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
-	code, subscribed := kerr.GroupIDNotFound.Code, func(string) bool { return false }
-	if gate := b.commitGate(); gate != nil {
-		code, subscribed = gate.offsetDeleteCheck(req.Group)
-	}
+	code, all, subs := b.groups.OffsetDeleteCheck(ctx, req.Group)
+	subscribed := func(t string) bool { return all || slices.Contains(subs, t) }
 	if code != 0 && code != kerr.GroupIDNotFound.Code {
 		resp.ErrorCode = code
 		return resp, nil

@@ -9,11 +9,12 @@
 // Floor: what several APIs share. bridge.go, api.go, request.go: the
 // Bridge, the Table, the request; topics.go: TopicMapping; topicindex.go:
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
-// the Iggy read; commits.go: commit gates and offsets-scope errors;
+// the Iggy read; commits.go: offsets-scope errors;
 // admin.go: admin errors, defaults and the alter loop; errors.go: the
 // Iggy-to-Kafka error table; records*.go: the record mapping (and legacy
-// down-conversion); groups.go, offsets.go, pids.go, topicconfig.go,
-// topicheld.go, internaltopics.go, metrics.go. One Table built in New drives
+// down-conversion); offsets.go, pids.go, topicconfig.go,
+// topicheld.go, internaltopics.go, metrics.go; the group state machine is
+// bridge/groups, reached through groups.Service. One Table built in New drives
 // dispatch, ApiVersions and the metrics.
 package bridge
 
@@ -28,6 +29,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -47,6 +49,11 @@ type Options struct {
 	Broker  Broker       // this instance as advertised
 	Log     zerolog.Logger
 	Metrics Metrics // the bridge's measurements (nil: discarded)
+	// Groups, when set, wraps the local group coordinator into the
+	// service the group APIs call (bridge/cluster's Router: groups owned
+	// by other sidecars are forwarded to them). Nil: the local
+	// coordinator serves every group, as a single sidecar does.
+	Groups func(local *groups.Coordinator) groups.Service
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -59,16 +66,14 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   *groupCoordinator // consumer groups (groups.go)
-	offsets  *offsetStore      // committed offsets in Iggy (offsets.go)
-	pids     *producerState    // producer ids and idempotence (pids.go)
-	metrics  Metrics           // error codes, groups, fetch waiters (metrics.go)
+	groups   groups.Service // consumer groups (bridge/groups, or the cluster router)
+	offsets  *offsetStore   // committed offsets in Iggy (offsets.go)
+	pids     *producerState // producer ids and idempotence (pids.go)
+	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
 
-	drainOnce sync.Once
-	draining  chan struct{} // closed by Drain
 }
 
 // New builds a Bridge and its API table.
@@ -80,19 +85,22 @@ func New(o Options) (*Bridge, error) {
 		return nil, errors.New("bridge: an Iggy client is required")
 	}
 	b := &Bridge{
-		cfg:      o.Config,
-		log:      o.Log,
-		iggy:     o.Client,
-		notify:   newNotifier(),
-		draining: make(chan struct{}),
+		cfg:    o.Config,
+		log:    o.Log,
+		iggy:   o.Client,
+		notify: newNotifier(),
 	}
 	broker := o.Broker
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
 	b.topicIDs = newTopicIDIndex(b)
-	b.groups = newGroupCoordinator(o.Config.Groups, o.Log, nil)
 	b.offsets = newOffsetStore(b)
-	b.groups.offsets = b.offsets
+	local := groups.New(o.Config.Groups, o.Log, nil)
+	local.SetOffsets(b.offsets)
+	b.groups = local
+	if o.Groups != nil {
+		b.groups = o.Groups(local)
+	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	b.metrics = o.Metrics
 	if b.metrics == nil {
@@ -140,7 +148,7 @@ func (b *Bridge) Table() *Table { return b.table }
 // holding the front door's drain until their rebalance timeout. Call it
 // before draining the front door; safe to call more than once.
 func (b *Bridge) Drain() {
-	b.drainOnce.Do(func() { close(b.draining) })
+	b.groups.Drain()
 }
 
 // Ready reports whether at least one Iggy session is up.

@@ -1,6 +1,6 @@
-// The commit gates shared by OffsetCommit, OffsetFetch and OffsetDelete:
-// what the offsets APIs ask the group coordinator, and the offsets scope's
-// error mapping and logging.
+// Shared by OffsetCommit, OffsetFetch and OffsetDelete: the offsets
+// scope's error mapping and logging (the group checks are
+// groups.Service.ValidateCommit and OffsetDeleteCheck).
 
 package bridge
 
@@ -10,23 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
-
-// offsetGroupGate is what the offsets APIs ask the group coordinator
-// (groups.go; *groupCoordinator satisfies it).
-type offsetGroupGate interface {
-	validateCommit(groupID, memberID string, generation int32, instanceID *string) int16
-	offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool)
-	snapshot(groupID string) (groupSnapshot, bool)
-}
-
-// commitGate returns the group coordinator's checks; nil when the bridge
-// has no coordinator (then every commit is accepted).
-func (b *Bridge) commitGate() offsetGroupGate {
-	if b.groups == nil {
-		return nil
-	}
-	return b.groups
-}
 
 // offsetsScoped turns the retriable codes of the data scope (what the
 // shared partition check answers) into the offsets scope's.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 // Config holds the Kafka-semantics settings of the bridge: how Kafka topics
@@ -51,23 +53,8 @@ type TopicsConfig struct {
 	MaxMessageBytes int32 `koanf:"max_message_bytes"`
 }
 
-// GroupsConfig tunes the consumer-group coordinator.
-type GroupsConfig struct {
-	// InitialRebalanceDelay delays the first rebalance of an empty group so
-	// several members can join together (Kafka's
-	// group.initial.rebalance.delay.ms). Default 3s.
-	InitialRebalanceDelay time.Duration `koanf:"initial_rebalance_delay"`
-	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
-	// member may ask for (group.min/max.session.timeout.ms).
-	// Defaults 6s and 30m.
-	MinSessionTimeout time.Duration `koanf:"min_session_timeout"`
-	MaxSessionTimeout time.Duration `koanf:"max_session_timeout"`
-	// MaxSize is the most members a group may have (Kafka's
-	// group.max.size): a new member joining a full group is answered
-	// GROUP_MAX_SIZE_REACHED. Default 2147483647 (no limit, Kafka's
-	// default).
-	MaxSize int32 `koanf:"max_size"`
-}
+// GroupsConfig tunes the consumer-group coordinator (bridge/groups).
+type GroupsConfig = groups.Config
 
 // OffsetsConfig says where committed offsets live.
 type OffsetsConfig struct {
@@ -120,12 +107,7 @@ func DefaultConfig() Config {
 			DefaultPartitions: 1,
 			MaxMessageBytes:   kafkaDefaultMaxMessageBytes,
 		},
-		Groups: GroupsConfig{
-			InitialRebalanceDelay: 3 * time.Second,
-			MinSessionTimeout:     6 * time.Second,
-			MaxSessionTimeout:     30 * time.Minute,
-			MaxSize:               math.MaxInt32,
-		},
+		Groups:   groups.DefaultConfig(),
 		Offsets:  OffsetsConfig{Mode: "auto"},
 		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
 		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: kafkaDefaultFetchMaxBytes},

@@ -56,7 +56,7 @@ func (b *Bridge) instrument(apis []API) []API {
 				})
 			}
 			if group && b.groups != nil {
-				g, m := b.groups.counts()
+				g, m := b.groups.Counts()
 				b.metrics.SetGroups(g)
 				b.metrics.SetGroupMembers(m)
 			}
@@ -65,4 +65,3 @@ func (b *Bridge) instrument(apis []API) []API {
 	}
 	return apis
 }
-

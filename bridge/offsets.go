@@ -83,6 +83,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -546,19 +547,24 @@ func (s *offsetStore) scan(ctx context.Context, group string) ([]storedTopic, of
 	return out, mode, nil
 }
 
-// deleteGroupOffsets deletes every committed offset of group and, in
+// DeleteGroupOffsets deletes every committed offset of group and, in
 // external mode, its Iggy consumer groups (the groupOffsetsDeleter of
-// DeleteGroups). errGroupOffsetsNotFound when there was nothing.
-func (s *offsetStore) deleteGroupOffsets(ctx context.Context, group string) error {
+// DeleteGroups). groups.ErrNoOffsets when there was nothing.
+// OffsetsErrorCode maps a DeleteGroupOffsets failure (groups.OffsetsDeleter).
+func (s *offsetStore) OffsetsErrorCode(err error) (int16, uint32) {
+	return kafkaCode(err, scopeOffsets), iggyCode(err)
+}
+
+func (s *offsetStore) DeleteGroupOffsets(ctx context.Context, group string) error {
 	if !validGroupID(group) {
-		return errGroupOffsetsNotFound
+		return groups.ErrNoOffsets
 	}
 	topics, mode, err := s.scan(ctx, group)
 	if err != nil {
 		return err
 	}
 	if len(topics) == 0 {
-		return errGroupOffsetsNotFound
+		return groups.ErrNoOffsets
 	}
 	type job struct{ t, k int }
 	var jobs []job

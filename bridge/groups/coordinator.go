@@ -1,4 +1,4 @@
-package bridge
+package groups
 
 // The classic consumer-group coordinator (KAFKA-ON-IGGY §5), served by the
 // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups and
@@ -62,17 +62,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupOffsetsDeleter deletes the committed offsets of a group; DeleteGroups
-// calls it (the offsets code implements it). It returns
-// errGroupOffsetsNotFound when nothing was stored for the group.
-type groupOffsetsDeleter interface {
-	deleteGroupOffsets(ctx context.Context, group string) error
+// OffsetsDeleter deletes the committed offsets of a group; DeleteGroups
+// calls it (the bridge's offsets code implements it). It returns
+// ErrNoOffsets when nothing was stored for the group.
+type OffsetsDeleter interface {
+	DeleteGroupOffsets(ctx context.Context, group string) error
+	// OffsetsErrorCode maps a failure of DeleteGroupOffsets to its Kafka
+	// error code and the Iggy status code behind it (0 when none).
+	OffsetsErrorCode(err error) (code int16, iggyCode uint32)
 }
 
-// errGroupOffsetsNotFound is what a groupOffsetsDeleter returns when the
-// group has no committed offsets: DeleteGroups of a group this coordinator
-// does not know then answers GROUP_ID_NOT_FOUND.
-var errGroupOffsetsNotFound = errors.New("bridge: group has no committed offsets")
+// ErrNoOffsets is what an OffsetsDeleter returns when the group has no
+// committed offsets: DeleteGroups of a group this coordinator does not know
+// then answers GROUP_ID_NOT_FOUND.
+var ErrNoOffsets = errors.New("groups: group has no committed offsets")
 
 const (
 	// newMemberJoinTimeout bounds how long a new member's JoinGroup may stay
@@ -80,41 +83,41 @@ const (
 	newMemberJoinTimeout = 5 * time.Minute
 	// emptyGroupRetention is how long an Empty group stays in memory.
 	emptyGroupRetention = 24 * time.Hour
-	// consumerProtocolType is the protocol type of Kafka consumers.
-	consumerProtocolType = "consumer"
-	// groupAuthorizedOperations is the KIP-430 bitfield of what any client
+	// ConsumerProtocolType is the protocol type of Kafka consumers.
+	ConsumerProtocolType = "consumer"
+	// AuthorizedOperations is the KIP-430 bitfield of what any client
 	// may do on a group here (no ACLs): READ (3), DELETE (6), DESCRIBE (8).
-	groupAuthorizedOperations int32 = 1<<3 | 1<<6 | 1<<8
+	AuthorizedOperations int32 = 1<<3 | 1<<6 | 1<<8
 )
 
-// groupState is a classic group's state.
-type groupState uint8
+// State is a classic group's state.
+type State uint8
 
 const (
-	groupEmpty groupState = iota
-	groupPreparingRebalance
-	groupCompletingRebalance
-	groupStable
-	groupDead
+	StateEmpty State = iota
+	StatePreparingRebalance
+	StateCompletingRebalance
+	StateStable
+	StateDead
 )
 
 // String returns the state as Kafka names it (DescribeGroups, ListGroups).
-func (s groupState) String() string {
+func (s State) String() string {
 	switch s {
-	case groupEmpty:
+	case StateEmpty:
 		return "Empty"
-	case groupPreparingRebalance:
+	case StatePreparingRebalance:
 		return "PreparingRebalance"
-	case groupCompletingRebalance:
+	case StateCompletingRebalance:
 		return "CompletingRebalance"
-	case groupStable:
+	case StateStable:
 		return "Stable"
 	}
 	return "Dead"
 }
 
-// groupClock is the coordinator's time source; unit tests inject a fake.
-type groupClock interface {
+// Clock is the coordinator's time source; unit tests inject a fake.
+type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine after d and returns a function
 	// that cancels the call if it has not started.
@@ -128,103 +131,103 @@ func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// groupProtocol is one protocol a member supports, with its opaque metadata.
-type groupProtocol struct {
+// Protocol is one protocol a member supports, with its opaque metadata.
+type Protocol struct {
 	Name     string
 	Metadata []byte
 }
 
-// joinParams is a decoded JoinGroup request.
-type joinParams struct {
-	group            string
-	memberID         string
-	instanceID       *string
-	clientID         string
-	clientHost       string
-	sessionTimeout   time.Duration
-	rebalanceTimeout time.Duration
-	protocolType     string
-	protocols        []groupProtocol
-	requireKnownID   bool // v4+: KIP-394 MEMBER_ID_REQUIRED round trip
-	canSkipAssign    bool // v9+: KIP-814 SkipAssignment understood
-	reason           string
+// JoinParams is a decoded JoinGroup request.
+type JoinParams struct {
+	Group            string
+	MemberID         string
+	InstanceID       *string
+	ClientID         string
+	ClientHost       string
+	SessionTimeout   time.Duration
+	RebalanceTimeout time.Duration
+	ProtocolType     string
+	Protocols        []Protocol
+	RequireKnownID   bool // v4+: KIP-394 MEMBER_ID_REQUIRED round trip
+	CanSkipAssign    bool // v9+: KIP-814 SkipAssignment understood
+	Reason           string
 }
 
-// joinMember is one entry of the leader's member list.
-type joinMember struct {
-	memberID   string
-	instanceID *string
-	metadata   []byte
+// JoinMember is one entry of the leader's member list.
+type JoinMember struct {
+	MemberID   string
+	InstanceID *string
+	Metadata   []byte
 }
 
-// joinResult is the answer to a JoinGroup.
-type joinResult struct {
-	code         int16
-	memberID     string
-	generation   int32
-	hasProtocol  bool // false: protocol type and name are null
-	protocolType string
-	protocol     string
-	leader       string
-	skipAssign   bool
-	members      []joinMember
+// JoinResult is the answer to a JoinGroup.
+type JoinResult struct {
+	Code         int16
+	MemberID     string
+	Generation   int32
+	HasProtocol  bool // false: protocol type and name are null
+	ProtocolType string
+	Protocol     string
+	Leader       string
+	SkipAssign   bool
+	Members      []JoinMember
 }
 
-// syncParams is a decoded SyncGroup request.
-type syncParams struct {
-	group        string
-	memberID     string
-	instanceID   *string
-	generation   int32
-	protocolType *string // v5+, nil when absent
-	protocol     *string // v5+, nil when absent
-	assignments  map[string][]byte
+// SyncParams is a decoded SyncGroup request.
+type SyncParams struct {
+	Group        string
+	MemberID     string
+	InstanceID   *string
+	Generation   int32
+	ProtocolType *string // v5+, nil when absent
+	Protocol     *string // v5+, nil when absent
+	Assignments  map[string][]byte
 }
 
-// syncResult is the answer to a SyncGroup.
-type syncResult struct {
-	code         int16
-	hasProtocol  bool
-	protocolType string
-	protocol     string
-	assignment   []byte
+// SyncResult is the answer to a SyncGroup.
+type SyncResult struct {
+	Code         int16
+	HasProtocol  bool
+	ProtocolType string
+	Protocol     string
+	Assignment   []byte
 }
 
-// leaveIdentity is one member named in a LeaveGroup.
-type leaveIdentity struct {
-	memberID   string
-	instanceID *string
-	reason     string
+// LeaveIdentity is one member named in a LeaveGroup.
+type LeaveIdentity struct {
+	MemberID   string
+	InstanceID *string
+	Reason     string
 }
 
-// groupDescription is a group as DescribeGroups shows it.
-type groupDescription struct {
-	state        string
-	protocolType string
-	protocol     string
-	members      []memberDescription
+// Description is a group as DescribeGroups shows it.
+type Description struct {
+	State        string
+	ProtocolType string
+	Protocol     string
+	Members      []MemberDescription
 }
 
-type memberDescription struct {
-	memberID   string
-	instanceID *string
-	clientID   string
-	clientHost string
-	metadata   []byte
-	assignment []byte
+type MemberDescription struct {
+	MemberID   string
+	InstanceID *string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
 }
 
-// groupListing is a group as ListGroups shows it.
-type groupListing struct {
-	group        string
-	protocolType string
-	state        groupState
+// Listing is a group as ListGroups shows it.
+type Listing struct {
+	Group        string
+	ProtocolType string
+	State        State
 }
 
-// groupSnapshot is the movable state of a group: what another coordinator
+// Snapshot is the movable state of a group: what another coordinator
 // needs to take the group over (parked requests and timers are not part of
 // it; members must rejoin or heartbeat the new coordinator).
-type groupSnapshot struct {
+type Snapshot struct {
 	ID           string
 	Generation   int32
 	ProtocolType string
@@ -233,10 +236,10 @@ type groupSnapshot struct {
 	// Rebalancing is true when the snapshot was taken during a rebalance:
 	// the adopting coordinator starts a new one.
 	Rebalancing bool
-	Members     []memberSnapshot
+	Members     []MemberSnapshot
 }
 
-type memberSnapshot struct {
+type MemberSnapshot struct {
 	ID               string
 	InstanceID       *string
 	ClientID         string
@@ -244,34 +247,40 @@ type memberSnapshot struct {
 	SessionTimeout   time.Duration
 	RebalanceTimeout time.Duration
 	ProtocolType     string
-	Protocols        []groupProtocol
+	Protocols        []Protocol
 	Assignment       []byte
 }
 
-// groupCoordinator holds every group this instance coordinates.
-type groupCoordinator struct {
-	cfg   GroupsConfig
+// Coordinator holds every group this instance coordinates.
+type Coordinator struct {
+	cfg   Config
 	log   zerolog.Logger
-	clock groupClock
+	clock Clock
 	// offsets deletes committed offsets on DeleteGroups; nil-safe. Set once
 	// before the bridge serves (in New), never changed afterwards.
-	offsets groupOffsetsDeleter
+	offsets OffsetsDeleter
 	// emptyRetention is emptyGroupRetention (tests shorten it).
 	emptyRetention time.Duration
+
+	// draining is closed by Drain: parked and later JoinGroup/SyncGroup
+	// requests answer NOT_COORDINATOR.
+	draining  chan struct{}
+	drainOnce sync.Once
 
 	mu     sync.Mutex
 	groups map[string]*group
 }
 
-func newGroupCoordinator(cfg GroupsConfig, log zerolog.Logger, clock groupClock) *groupCoordinator {
+func New(cfg Config, log zerolog.Logger, clock Clock) *Coordinator {
 	if clock == nil {
 		clock = realClock{}
 	}
-	return &groupCoordinator{
+	return &Coordinator{
 		cfg:            cfg,
 		log:            log,
 		clock:          clock,
 		emptyRetention: emptyGroupRetention,
+		draining:       make(chan struct{}),
 		groups:         map[string]*group{},
 	}
 }
@@ -285,12 +294,12 @@ type groupTimer struct {
 
 // group is one classic group. Everything below mu is guarded by it.
 type group struct {
-	c  *groupCoordinator
+	c  *Coordinator
 	id string
 
 	mu           sync.Mutex
-	state        groupState
-	prevState    groupState
+	state        State
+	prevState    State
 	stateSince   time.Time
 	generation   int32
 	protocolType string // "" until the first member joined (simple groups keep "")
@@ -322,11 +331,11 @@ type member struct {
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
 	protocolType     string
-	protocols        []groupProtocol
+	protocols        []Protocol
 	assignment       []byte
 	isNew            bool
-	joinWait         chan<- joinResult
-	syncWait         chan<- syncResult
+	joinWait         chan<- JoinResult
+	syncWait         chan<- SyncResult
 	hb               groupTimer
 }
 
@@ -344,8 +353,8 @@ func (m *member) metadataFor(name string) []byte {
 
 // sameProtocols reports whether ps equals the member's protocols (names,
 // order and metadata).
-func (m *member) sameProtocols(ps []groupProtocol) bool {
-	return slices.EqualFunc(m.protocols, ps, func(a, b groupProtocol) bool {
+func (m *member) sameProtocols(ps []Protocol) bool {
+	return slices.EqualFunc(m.protocols, ps, func(a, b Protocol) bool {
 		return a.Name == b.Name && bytes.Equal(a.Metadata, b.Metadata)
 	})
 }
@@ -363,7 +372,7 @@ func (m *member) heartbeatSatisfied() bool {
 // lockGroup returns the group, locked, creating it when create is set; nil
 // when it does not exist. A group found Dead was removed meanwhile: look
 // again.
-func (c *groupCoordinator) lockGroup(id string, create bool) *group {
+func (c *Coordinator) lockGroup(id string, create bool) *group {
 	for {
 		c.mu.Lock()
 		g := c.groups[id]
@@ -377,7 +386,7 @@ func (c *groupCoordinator) lockGroup(id string, create bool) *group {
 		}
 		c.mu.Unlock()
 		g.mu.Lock()
-		if g.state != groupDead {
+		if g.state != StateDead {
 			return g
 		}
 		g.mu.Unlock()
@@ -385,7 +394,7 @@ func (c *groupCoordinator) lockGroup(id string, create bool) *group {
 }
 
 // newGroup builds an Empty group; the caller holds c.mu.
-func (c *groupCoordinator) newGroup(id string) *group {
+func (c *Coordinator) newGroup(id string) *group {
 	g := &group{
 		c:           c,
 		id:          id,
@@ -402,26 +411,26 @@ func (c *groupCoordinator) newGroup(id string) *group {
 
 // join serves a JoinGroup; the answer arrives on reply (one slot), at once
 // or when the join phase completes.
-func (c *groupCoordinator) join(p joinParams, reply chan<- joinResult) {
-	fail := func(code int16) { sendJoin(reply, joinResult{code: code, memberID: p.memberID, generation: -1}) }
-	if p.group == "" {
+func (c *Coordinator) join(p JoinParams, reply chan<- JoinResult) {
+	fail := func(code int16) { sendJoin(reply, JoinResult{Code: code, MemberID: p.MemberID, Generation: -1}) }
+	if p.Group == "" {
 		fail(kerr.InvalidGroupID.Code)
 		return
 	}
-	if p.sessionTimeout < c.cfg.MinSessionTimeout || p.sessionTimeout > c.cfg.MaxSessionTimeout {
+	if p.SessionTimeout < c.cfg.MinSessionTimeout || p.SessionTimeout > c.cfg.MaxSessionTimeout {
 		fail(kerr.InvalidSessionTimeout.Code)
 		return
 	}
-	if p.rebalanceTimeout <= 0 {
-		p.rebalanceTimeout = p.sessionTimeout
+	if p.RebalanceTimeout <= 0 {
+		p.RebalanceTimeout = p.SessionTimeout
 	}
-	g := c.lockGroup(p.group, p.memberID == "")
+	g := c.lockGroup(p.Group, p.MemberID == "")
 	if g == nil {
 		fail(kerr.UnknownMemberID.Code)
 		return
 	}
 	defer g.mu.Unlock()
-	if p.memberID == "" {
+	if p.MemberID == "" {
 		g.joinNewMember(p, reply)
 	} else {
 		g.joinExistingMember(p, reply)
@@ -429,41 +438,41 @@ func (c *groupCoordinator) join(p joinParams, reply chan<- joinResult) {
 }
 
 // sync serves a SyncGroup; the answer arrives on reply.
-func (c *groupCoordinator) sync(p syncParams, reply chan<- syncResult) {
-	fail := func(code int16) { sendSync(reply, syncResult{code: code}) }
-	if p.group == "" {
+func (c *Coordinator) sync(p SyncParams, reply chan<- SyncResult) {
+	fail := func(code int16) { sendSync(reply, SyncResult{Code: code}) }
+	if p.Group == "" {
 		fail(kerr.InvalidGroupID.Code)
 		return
 	}
-	g := c.lockGroup(p.group, false)
+	g := c.lockGroup(p.Group, false)
 	if g == nil {
 		fail(kerr.UnknownMemberID.Code)
 		return
 	}
 	defer g.mu.Unlock()
-	if g.state == groupEmpty {
+	if g.state == StateEmpty {
 		fail(kerr.UnknownMemberID.Code)
 		return
 	}
-	if code := g.validateMember(p.memberID, p.instanceID); code != 0 {
+	if code := g.validateMember(p.MemberID, p.InstanceID); code != 0 {
 		fail(code)
 		return
 	}
-	if p.generation != g.generation {
+	if p.Generation != g.generation {
 		fail(kerr.IllegalGeneration.Code)
 		return
 	}
-	if (p.protocolType != nil && *p.protocolType != g.protocolType) || (p.protocol != nil && *p.protocol != g.protocol) {
+	if (p.ProtocolType != nil && *p.ProtocolType != g.protocolType) || (p.Protocol != nil && *p.Protocol != g.protocol) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
-	m := g.members[p.memberID]
+	m := g.members[p.MemberID]
 	switch g.state {
-	case groupPreparingRebalance:
+	case StatePreparingRebalance:
 		fail(kerr.RebalanceInProgress.Code)
-	case groupCompletingRebalance:
+	case StateCompletingRebalance:
 		if m.syncWait != nil {
-			sendSync(m.syncWait, syncResult{code: kerr.RebalanceInProgress.Code})
+			sendSync(m.syncWait, SyncResult{Code: kerr.RebalanceInProgress.Code})
 		}
 		m.syncWait = reply
 		g.removePendingSync(m.id)
@@ -472,7 +481,7 @@ func (c *groupCoordinator) sync(p syncParams, reply chan<- syncResult) {
 		}
 		missing := 0
 		for _, id := range g.order {
-			a, ok := p.assignments[id]
+			a, ok := p.Assignments[id]
 			if !ok {
 				missing++
 			}
@@ -481,15 +490,15 @@ func (c *groupCoordinator) sync(p syncParams, reply chan<- syncResult) {
 		g.logInfo().Str("member_id", m.id).Int("members", len(g.members)).Int("without_assignment", missing).
 			Msg("group assignment received from leader")
 		g.propagate(0)
-		g.transition(groupStable)
-	case groupStable:
+		g.transition(StateStable)
+	case StateStable:
 		g.removePendingSync(m.id)
-		sendSync(reply, syncResult{hasProtocol: true, protocolType: g.protocolType, protocol: g.protocol, assignment: m.assignment})
+		sendSync(reply, SyncResult{HasProtocol: true, ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment})
 	}
 }
 
 // heartbeat serves a Heartbeat and returns its error code.
-func (c *groupCoordinator) heartbeat(groupID, memberID string, instanceID *string, generation int32) int16 {
+func (c *Coordinator) heartbeat(groupID, memberID string, instanceID *string, generation int32) int16 {
 	if groupID == "" {
 		return kerr.InvalidGroupID.Code
 	}
@@ -506,10 +515,10 @@ func (c *groupCoordinator) heartbeat(groupID, memberID string, instanceID *strin
 	}
 	m := g.members[memberID]
 	switch g.state {
-	case groupPreparingRebalance:
+	case StatePreparingRebalance:
 		g.armHeartbeat(m, m.sessionTimeout)
 		return kerr.RebalanceInProgress.Code
-	case groupCompletingRebalance, groupStable:
+	case StateCompletingRebalance, StateStable:
 		g.armHeartbeat(m, m.sessionTimeout)
 		return 0
 	}
@@ -518,7 +527,7 @@ func (c *groupCoordinator) heartbeat(groupID, memberID string, instanceID *strin
 
 // leave serves a LeaveGroup: the request's error code and one code per
 // identity.
-func (c *groupCoordinator) leave(groupID string, ids []leaveIdentity) (int16, []int16) {
+func (c *Coordinator) leave(groupID string, ids []LeaveIdentity) (int16, []int16) {
 	codes := make([]int16, len(ids))
 	if groupID == "" {
 		return kerr.InvalidGroupID.Code, codes
@@ -534,33 +543,33 @@ func (c *groupCoordinator) leave(groupID string, ids []leaveIdentity) (int16, []
 	left := 0
 	for i, id := range ids {
 		switch {
-		case id.memberID == "":
+		case id.MemberID == "":
 			cur, ok := "", false
-			if id.instanceID != nil {
-				cur, ok = g.static[*id.instanceID]
+			if id.InstanceID != nil {
+				cur, ok = g.static[*id.InstanceID]
 			}
 			if !ok {
 				codes[i] = kerr.UnknownMemberID.Code
 				continue
 			}
-			g.removeLeaving(g.members[cur], id.reason)
-		case g.pending[id.memberID] != nil:
-			g.removePending(id.memberID)
-			g.logInfo().Str("member_id", id.memberID).Msg("pending member left the group")
+			g.removeLeaving(g.members[cur], id.Reason)
+		case g.pending[id.MemberID] != nil:
+			g.removePending(id.MemberID)
+			g.logInfo().Str("member_id", id.MemberID).Msg("pending member left the group")
 		default:
-			if code := g.validateMember(id.memberID, id.instanceID); code != 0 {
+			if code := g.validateMember(id.MemberID, id.InstanceID); code != 0 {
 				codes[i] = code
 				continue
 			}
-			g.removeLeaving(g.members[id.memberID], id.reason)
+			g.removeLeaving(g.members[id.MemberID], id.Reason)
 		}
 		left++
 	}
 	if left > 0 {
 		switch g.state {
-		case groupStable, groupCompletingRebalance:
+		case StateStable, StateCompletingRebalance:
 			g.maybePrepareRebalanceOrCompleteJoin("members left the group")
-		case groupPreparingRebalance:
+		case StatePreparingRebalance:
 			g.maybeCompleteJoinPhase()
 		}
 	}
@@ -569,46 +578,46 @@ func (c *groupCoordinator) leave(groupID string, ids []leaveIdentity) (int16, []
 
 // describe returns the group as DescribeGroups shows it; false when the
 // group is not known here.
-func (c *groupCoordinator) describe(groupID string) (groupDescription, bool) {
+func (c *Coordinator) describe(groupID string) (Description, bool) {
 	g := c.lockGroup(groupID, false)
 	if g == nil {
-		return groupDescription{}, false
+		return Description{}, false
 	}
 	defer g.mu.Unlock()
-	d := groupDescription{state: g.state.String(), protocolType: g.protocolType}
-	stable := g.state == groupStable
+	d := Description{State: g.state.String(), ProtocolType: g.protocolType}
+	stable := g.state == StateStable
 	if stable {
-		d.protocol = g.protocol
+		d.Protocol = g.protocol
 	}
 	for _, id := range g.order {
 		m := g.members[id]
-		md := memberDescription{memberID: m.id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost}
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
 		if stable {
-			md.metadata = m.metadataFor(g.protocol)
-			md.assignment = m.assignment
+			md.Metadata = m.metadataFor(g.protocol)
+			md.Assignment = m.assignment
 		}
-		d.members = append(d.members, md)
+		d.Members = append(d.Members, md)
 	}
 	return d, true
 }
 
 // list returns every group, sorted by id.
-func (c *groupCoordinator) list() []groupListing {
+func (c *Coordinator) list() []Listing {
 	c.mu.Lock()
 	gs := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
 		gs = append(gs, g)
 	}
 	c.mu.Unlock()
-	out := make([]groupListing, 0, len(gs))
+	out := make([]Listing, 0, len(gs))
 	for _, g := range gs {
 		g.mu.Lock()
-		if g.state != groupDead {
-			out = append(out, groupListing{group: g.id, protocolType: g.protocolType, state: g.state})
+		if g.state != StateDead {
+			out = append(out, Listing{Group: g.id, ProtocolType: g.protocolType, State: g.state})
 		}
 		g.mu.Unlock()
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].group < out[j].group })
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out
 }
 
@@ -617,7 +626,7 @@ func (c *groupCoordinator) list() []groupListing {
 // group unknown here may still have offsets in Iggy (after a restart): they
 // are deleted too, and GROUP_ID_NOT_FOUND is answered only when there were
 // none.
-func (c *groupCoordinator) deleteGroup(ctx context.Context, groupID string) (int16, string) {
+func (c *Coordinator) deleteGroup(ctx context.Context, groupID string) (int16, string) {
 	if groupID == "" {
 		return kerr.GroupIDNotFound.Code, "group id is empty"
 	}
@@ -626,7 +635,7 @@ func (c *groupCoordinator) deleteGroup(ctx context.Context, groupID string) (int
 	known := g != nil
 	if known {
 		g.mu.Lock()
-		if g.state != groupEmpty {
+		if g.state != StateEmpty {
 			state := g.state
 			g.mu.Unlock()
 			c.mu.Unlock()
@@ -646,18 +655,18 @@ func (c *groupCoordinator) deleteGroup(ctx context.Context, groupID string) (int
 		}
 		return kerr.GroupIDNotFound.Code, "group " + groupID + " not found"
 	}
-	err := c.offsets.deleteGroupOffsets(ctx, groupID)
+	err := c.offsets.DeleteGroupOffsets(ctx, groupID)
 	switch {
 	case err == nil:
 		return 0, ""
-	case errors.Is(err, errGroupOffsetsNotFound):
+	case errors.Is(err, ErrNoOffsets):
 		if known {
 			return 0, ""
 		}
 		return kerr.GroupIDNotFound.Code, "group " + groupID + " not found"
 	}
-	code := kafkaCode(err, scopeOffsets)
-	c.log.Warn().Err(err).Str("group_id", groupID).Uint32("iggy_code", iggyCode(err)).Msg("deleting committed offsets failed")
+	code, icode := c.offsets.OffsetsErrorCode(err)
+	c.log.Warn().Err(err).Str("group_id", groupID).Uint32("iggy_code", icode).Msg("deleting committed offsets failed")
 	return code, "deleting committed offsets failed: " + err.Error()
 }
 
@@ -677,7 +686,7 @@ func (c *groupCoordinator) deleteGroup(ctx context.Context, groupID string) (int
 //   - an unknown group with generation >= 0 answers ILLEGAL_GENERATION
 //     (Kafka answers GROUP_ID_NOT_FOUND instead from OffsetCommit v9 on; the
 //     caller maps it).
-func (c *groupCoordinator) validateCommit(groupID, memberID string, generation int32, instanceID *string) int16 {
+func (c *Coordinator) validateCommit(groupID, memberID string, generation int32, instanceID *string) int16 {
 	if groupID == "" {
 		return kerr.InvalidGroupID.Code
 	}
@@ -686,7 +695,7 @@ func (c *groupCoordinator) validateCommit(groupID, memberID string, generation i
 		return kerr.IllegalGeneration.Code
 	}
 	defer g.mu.Unlock()
-	if generation < 0 && g.state == groupEmpty {
+	if generation < 0 && g.state == StateEmpty {
 		g.armEmptyExpiry() // a group in use stays in memory
 		return 0
 	}
@@ -697,10 +706,10 @@ func (c *groupCoordinator) validateCommit(groupID, memberID string, generation i
 		if generation != g.generation {
 			return kerr.IllegalGeneration.Code
 		}
-	} else if g.state != groupEmpty {
+	} else if g.state != StateEmpty {
 		return kerr.UnknownMemberID.Code
 	}
-	if g.state == groupCompletingRebalance {
+	if g.state == StateCompletingRebalance {
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0
@@ -712,17 +721,17 @@ func (c *groupCoordinator) validateCommit(groupID, memberID string, generation i
 // otherwise; subscribed (never nil) reports the topics members of a
 // consumer group are subscribed to, whose offsets answer
 // GROUP_SUBSCRIBED_TO_TOPIC.
-func (c *groupCoordinator) offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool) {
+func (c *Coordinator) offsetDeleteCheck(groupID string) (code int16, subscribed func(topic string) bool) {
 	none := func(string) bool { return false }
 	g := c.lockGroup(groupID, false)
 	if g == nil {
 		return kerr.GroupIDNotFound.Code, none
 	}
 	defer g.mu.Unlock()
-	if g.state == groupEmpty {
+	if g.state == StateEmpty {
 		return 0, none
 	}
-	if g.protocolType != consumerProtocolType {
+	if g.protocolType != ConsumerProtocolType {
 		return kerr.NonEmptyGroup.Code, none
 	}
 	if !g.subsKnown {
@@ -736,23 +745,23 @@ func (c *groupCoordinator) offsetDeleteCheck(groupID string) (code int16, subscr
 }
 
 // snapshot returns the movable state of a group; false when unknown.
-func (c *groupCoordinator) snapshot(groupID string) (groupSnapshot, bool) {
+func (c *Coordinator) snapshot(groupID string) (Snapshot, bool) {
 	g := c.lockGroup(groupID, false)
 	if g == nil {
-		return groupSnapshot{}, false
+		return Snapshot{}, false
 	}
 	defer g.mu.Unlock()
-	s := groupSnapshot{
+	s := Snapshot{
 		ID:           g.id,
 		Generation:   g.generation,
 		ProtocolType: g.protocolType,
 		Protocol:     g.protocol,
 		Leader:       g.leader,
-		Rebalancing:  g.state == groupPreparingRebalance || g.state == groupCompletingRebalance,
+		Rebalancing:  g.state == StatePreparingRebalance || g.state == StateCompletingRebalance,
 	}
 	for _, id := range g.order {
 		m := g.members[id]
-		s.Members = append(s.Members, memberSnapshot{
+		s.Members = append(s.Members, MemberSnapshot{
 			ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
 			SessionTimeout: m.sessionTimeout, RebalanceTimeout: m.rebalanceTimeout,
 			ProtocolType: m.protocolType, Protocols: slices.Clone(m.protocols), Assignment: m.assignment,
@@ -764,14 +773,14 @@ func (c *groupCoordinator) snapshot(groupID string) (groupSnapshot, bool) {
 // adopt installs a group taken over from another coordinator: Stable with
 // its members (each gets a fresh session) or Empty, then a new rebalance
 // when it moved in the middle of one. It fails when the group exists here.
-func (c *groupCoordinator) adopt(s groupSnapshot) error {
+func (c *Coordinator) adopt(s Snapshot) error {
 	if s.ID == "" {
-		return errors.New("bridge: group snapshot without id")
+		return errors.New("groups: group snapshot without id")
 	}
 	c.mu.Lock()
 	if c.groups[s.ID] != nil {
 		c.mu.Unlock()
-		return errors.New("bridge: group " + s.ID + " already exists here")
+		return errors.New("groups: group " + s.ID + " already exists here")
 	}
 	g := c.newGroup(s.ID)
 	c.groups[s.ID] = g
@@ -803,7 +812,7 @@ func (c *groupCoordinator) adopt(s groupSnapshot) error {
 		g.protocol = g.selectProtocol()
 	}
 	g.computeSubscribed()
-	g.transition(groupStable)
+	g.transition(StateStable)
 	if s.Rebalancing {
 		g.prepareRebalance("group moved during a rebalance")
 	}
@@ -837,8 +846,8 @@ func (g *group) validateMember(memberID string, instanceID *string) int16 {
 // supportsProtocols reports whether a member with this protocol type and
 // these protocols may join: the first member needs a type and a protocol;
 // later ones the group's type and a protocol every member supports.
-func (g *group) supportsProtocols(protocolType string, ps []groupProtocol) bool {
-	if g.state == groupEmpty {
+func (g *group) supportsProtocols(protocolType string, ps []Protocol) bool {
+	if g.state == StateEmpty {
 		return protocolType != "" && len(ps) > 0
 	}
 	if protocolType != g.protocolType {
@@ -883,7 +892,7 @@ func (g *group) selectProtocol() string {
 
 // add puts a member into the group; reply non-nil means its JoinGroup is
 // parked.
-func (g *group) add(m *member, reply chan<- joinResult) {
+func (g *group) add(m *member, reply chan<- JoinResult) {
 	if len(g.members) == 0 {
 		g.protocolType = m.protocolType
 	}
@@ -920,7 +929,7 @@ func (g *group) remove(id string) {
 		m.joinWait = nil
 	}
 	if m.syncWait != nil {
-		sendSync(m.syncWait, syncResult{code: kerr.UnknownMemberID.Code})
+		sendSync(m.syncWait, SyncResult{Code: kerr.UnknownMemberID.Code})
 		m.syncWait = nil
 	}
 	if m.instanceID != nil && g.static[*m.instanceID] == id {
@@ -947,7 +956,7 @@ func (g *group) countVotes(m *member, d int) {
 }
 
 // completeJoin answers a member's parked JoinGroup, if any.
-func (g *group) completeJoin(m *member, r joinResult) bool {
+func (g *group) completeJoin(m *member, r JoinResult) bool {
 	if m.joinWait == nil {
 		return false
 	}
@@ -959,16 +968,16 @@ func (g *group) completeJoin(m *member, r joinResult) bool {
 
 // updateMember records a rejoining member's protocols and timeouts and
 // parks its JoinGroup (reply) or clears the parked one (nil).
-func (g *group) updateMember(m *member, p joinParams, reply chan<- joinResult) {
+func (g *group) updateMember(m *member, p JoinParams, reply chan<- JoinResult) {
 	g.countVotes(m, -1)
-	m.protocols = p.protocols
+	m.protocols = p.Protocols
 	g.countVotes(m, 1)
-	m.rebalanceTimeout = p.rebalanceTimeout
-	m.sessionTimeout = p.sessionTimeout
+	m.rebalanceTimeout = p.RebalanceTimeout
+	m.sessionTimeout = p.SessionTimeout
 	switch {
 	case m.joinWait != nil && reply != nil:
 		// A newer JoinGroup of the same member supersedes the parked one.
-		sendJoin(m.joinWait, joinResult{code: kerr.RebalanceInProgress.Code, memberID: m.id, generation: -1})
+		sendJoin(m.joinWait, JoinResult{Code: kerr.RebalanceInProgress.Code, MemberID: m.id, Generation: -1})
 	case m.joinWait == nil && reply != nil:
 		g.awaitingJoin++
 	case m.joinWait != nil && reply == nil:
@@ -977,48 +986,48 @@ func (g *group) updateMember(m *member, p joinParams, reply chan<- joinResult) {
 	m.joinWait = reply
 }
 
-func (g *group) joinNewMember(p joinParams, reply chan<- joinResult) {
-	if !g.supportsProtocols(p.protocolType, p.protocols) {
-		sendJoin(reply, joinResult{code: kerr.InconsistentGroupProtocol.Code, generation: -1})
+func (g *group) joinNewMember(p JoinParams, reply chan<- JoinResult) {
+	if !g.supportsProtocols(p.ProtocolType, p.Protocols) {
+		sendJoin(reply, JoinResult{Code: kerr.InconsistentGroupProtocol.Code, Generation: -1})
 		return
 	}
 	replacing := false // a known static instance takes its old place
-	if p.instanceID != nil {
-		_, replacing = g.static[*p.instanceID]
+	if p.InstanceID != nil {
+		_, replacing = g.static[*p.InstanceID]
 	}
 	if !replacing && g.full() {
-		sendJoin(reply, joinResult{code: kerr.GroupMaxSizeReached.Code, generation: -1})
+		sendJoin(reply, JoinResult{Code: kerr.GroupMaxSizeReached.Code, Generation: -1})
 		return
 	}
-	if p.instanceID != nil {
-		newID := newMemberID(*p.instanceID)
-		if old, ok := g.static[*p.instanceID]; ok {
+	if p.InstanceID != nil {
+		newID := newMemberID(*p.InstanceID)
+		if old, ok := g.static[*p.InstanceID]; ok {
 			g.replaceStaticMember(p, old, newID, reply)
 			return
 		}
 		g.addMemberAndRebalance(p, newID, reply)
 		return
 	}
-	newID := newMemberID(p.clientID)
-	if p.requireKnownID {
+	newID := newMemberID(p.ClientID)
+	if p.RequireKnownID {
 		t := &groupTimer{}
 		g.pending[newID] = t
-		g.arm(t, p.sessionTimeout, func() { g.expirePending(newID) })
+		g.arm(t, p.SessionTimeout, func() { g.expirePending(newID) })
 		g.c.log.Debug().Str("group_id", g.id).Str("member_id", newID).Msg("member id required: new member must rejoin with it")
-		sendJoin(reply, joinResult{code: kerr.MemberIDRequired.Code, memberID: newID, generation: -1})
+		sendJoin(reply, JoinResult{Code: kerr.MemberIDRequired.Code, MemberID: newID, Generation: -1})
 		return
 	}
 	g.addMemberAndRebalance(p, newID, reply)
 }
 
-func (g *group) joinExistingMember(p joinParams, reply chan<- joinResult) {
-	fail := func(code int16) { sendJoin(reply, joinResult{code: code, memberID: p.memberID, generation: -1}) }
-	if !g.supportsProtocols(p.protocolType, p.protocols) {
+func (g *group) joinExistingMember(p JoinParams, reply chan<- JoinResult) {
+	fail := func(code int16) { sendJoin(reply, JoinResult{Code: code, MemberID: p.MemberID, Generation: -1}) }
+	if !g.supportsProtocols(p.ProtocolType, p.Protocols) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
-	if g.pending[p.memberID] != nil {
-		if p.instanceID != nil {
+	if g.pending[p.MemberID] != nil {
+		if p.InstanceID != nil {
 			// Pending ids are only handed to dynamic members.
 			fail(kerr.UnknownMemberID.Code)
 			return
@@ -1027,28 +1036,28 @@ func (g *group) joinExistingMember(p joinParams, reply chan<- joinResult) {
 			fail(kerr.GroupMaxSizeReached.Code)
 			return
 		}
-		g.addMemberAndRebalance(p, p.memberID, reply)
+		g.addMemberAndRebalance(p, p.MemberID, reply)
 		return
 	}
-	if code := g.validateMember(p.memberID, p.instanceID); code != 0 {
+	if code := g.validateMember(p.MemberID, p.InstanceID); code != 0 {
 		fail(code)
 		return
 	}
-	m := g.members[p.memberID]
+	m := g.members[p.MemberID]
 	switch g.state {
-	case groupPreparingRebalance:
+	case StatePreparingRebalance:
 		g.updateMember(m, p, reply)
 		g.maybePrepareRebalanceOrCompleteJoin("member rejoined during rebalance")
-	case groupCompletingRebalance:
-		if m.sameProtocols(p.protocols) {
+	case StateCompletingRebalance:
+		if m.sameProtocols(p.Protocols) {
 			// The member lost its JoinGroup answer: give it again.
 			sendJoin(reply, g.joinAnswer(m.id, m.id == g.leader, g.leader, false))
 			return
 		}
 		g.updateMember(m, p, reply)
 		g.maybePrepareRebalanceOrCompleteJoin("member metadata changed during rebalance")
-	case groupStable:
-		if m.id == g.leader || !m.sameProtocols(p.protocols) {
+	case StateStable:
+		if m.id == g.leader || !m.sameProtocols(p.Protocols) {
 			reason := "member metadata changed"
 			if m.id == g.leader {
 				reason = "leader rejoined"
@@ -1065,21 +1074,21 @@ func (g *group) joinExistingMember(p joinParams, reply chan<- joinResult) {
 
 // joinAnswer is a successful JoinGroup answer for the current generation;
 // withMembers adds the member list (the leader's answer).
-func (g *group) joinAnswer(memberID string, withMembers bool, leader string, skip bool) joinResult {
-	r := joinResult{
-		memberID:     memberID,
-		generation:   g.generation,
-		hasProtocol:  true,
-		protocolType: g.protocolType,
-		protocol:     g.protocol,
-		leader:       leader,
-		skipAssign:   skip,
+func (g *group) joinAnswer(memberID string, withMembers bool, leader string, skip bool) JoinResult {
+	r := JoinResult{
+		MemberID:     memberID,
+		Generation:   g.generation,
+		HasProtocol:  true,
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		Leader:       leader,
+		SkipAssign:   skip,
 	}
 	if withMembers {
-		r.members = make([]joinMember, 0, len(g.order))
+		r.Members = make([]JoinMember, 0, len(g.order))
 		for _, id := range g.order {
 			m := g.members[id]
-			r.members = append(r.members, joinMember{memberID: m.id, instanceID: m.instanceID, metadata: m.metadataFor(g.protocol)})
+			r.Members = append(r.Members, JoinMember{MemberID: m.id, InstanceID: m.instanceID, Metadata: m.metadataFor(g.protocol)})
 		}
 	}
 	return r
@@ -1091,19 +1100,19 @@ func (g *group) full() bool {
 	return len(g.members) >= int(g.c.cfg.MaxSize)
 }
 
-func (g *group) addMemberAndRebalance(p joinParams, id string, reply chan<- joinResult) {
+func (g *group) addMemberAndRebalance(p JoinParams, id string, reply chan<- JoinResult) {
 	m := &member{
 		id:               id,
-		instanceID:       p.instanceID,
-		clientID:         p.clientID,
-		clientHost:       p.clientHost,
-		sessionTimeout:   p.sessionTimeout,
-		rebalanceTimeout: p.rebalanceTimeout,
-		protocolType:     p.protocolType,
-		protocols:        p.protocols,
+		instanceID:       p.InstanceID,
+		clientID:         p.ClientID,
+		clientHost:       p.ClientHost,
+		sessionTimeout:   p.SessionTimeout,
+		rebalanceTimeout: p.RebalanceTimeout,
+		protocolType:     p.ProtocolType,
+		protocols:        p.Protocols,
 		isNew:            true,
 	}
-	if g.state == groupPreparingRebalance && g.prevState == groupEmpty {
+	if g.state == StatePreparingRebalance && g.prevState == StateEmpty {
 		g.newMemberAdd = true
 	}
 	g.add(m, reply)
@@ -1111,28 +1120,28 @@ func (g *group) addMemberAndRebalance(p joinParams, id string, reply chan<- join
 	// the wait instead.
 	g.armHeartbeat(m, newMemberJoinTimeout)
 	ev := g.logInfo().Str("member_id", id).Str("state", g.state.String())
-	if p.instanceID != nil {
-		ev = ev.Str("group_instance_id", *p.instanceID)
+	if p.InstanceID != nil {
+		ev = ev.Str("group_instance_id", *p.InstanceID)
 	}
-	ev.Str("reason", p.reason).Msg("member joined the group")
+	ev.Str("reason", p.Reason).Msg("member joined the group")
 	g.maybePrepareRebalanceOrCompleteJoin("new member joined")
 }
 
 // replaceStaticMember gives a known group.instance.id a new member id; the
 // old id's parked requests are answered FENCED_INSTANCE_ID.
-func (g *group) replaceStaticMember(p joinParams, oldID, newID string, reply chan<- joinResult) {
+func (g *group) replaceStaticMember(p JoinParams, oldID, newID string, reply chan<- JoinResult) {
 	old := g.members[oldID]
 	if old == nil {
 		// The static map and the members disagree: should not happen;
 		// treat it as a new static member.
-		delete(g.static, *p.instanceID)
+		delete(g.static, *p.InstanceID)
 		g.addMemberAndRebalance(p, newID, reply)
 		return
 	}
 	prevLeader := g.leader
-	g.completeJoin(old, joinResult{code: kerr.FencedInstanceID.Code, memberID: oldID, generation: -1})
+	g.completeJoin(old, JoinResult{Code: kerr.FencedInstanceID.Code, MemberID: oldID, Generation: -1})
 	if old.syncWait != nil {
-		sendSync(old.syncWait, syncResult{code: kerr.FencedInstanceID.Code})
+		sendSync(old.syncWait, SyncResult{Code: kerr.FencedInstanceID.Code})
 		old.syncWait = nil
 	}
 	g.disarm(&old.hb)
@@ -1159,22 +1168,22 @@ func (g *group) replaceStaticMember(p joinParams, oldID, newID string, reply cha
 	if g.leader == oldID {
 		g.leader = newID
 	}
-	g.static[*p.instanceID] = newID
+	g.static[*p.InstanceID] = newID
 	g.armHeartbeat(nm, nm.sessionTimeout)
-	g.logInfo().Str("member_id", newID).Str("old_member_id", oldID).Str("group_instance_id", *p.instanceID).
+	g.logInfo().Str("member_id", newID).Str("old_member_id", oldID).Str("group_instance_id", *p.InstanceID).
 		Str("state", g.state.String()).Msg("static member rejoined with a new member id")
 
 	g.updateMember(nm, p, reply)
 	switch g.state {
-	case groupStable:
+	case StateStable:
 		if g.selectProtocol() != g.protocol {
 			g.maybePrepareRebalanceOrCompleteJoin("static member rejoined with other protocols")
 			return
 		}
 		// Same protocol: no rebalance; the member gets the current
 		// generation and, through SyncGroup, its previous assignment.
-		var r joinResult
-		if p.canSkipAssign {
+		var r JoinResult
+		if p.CanSkipAssign {
 			lead := newID == g.leader
 			r = g.joinAnswer(newID, lead, g.leader, lead)
 		} else {
@@ -1183,7 +1192,7 @@ func (g *group) replaceStaticMember(p joinParams, oldID, newID string, reply cha
 			r = g.joinAnswer(newID, false, prevLeader, false)
 		}
 		g.completeJoin(nm, r)
-	case groupCompletingRebalance:
+	case StateCompletingRebalance:
 		// The leader may have assigned to the old id: start over.
 		g.prepareRebalance("static member rejoined during rebalance")
 	default:
@@ -1195,7 +1204,7 @@ func (g *group) replaceStaticMember(p joinParams, oldID, newID string, reply cha
 // start one, or else tries to finish the running join phase.
 func (g *group) maybePrepareRebalanceOrCompleteJoin(reason string) {
 	switch g.state {
-	case groupStable, groupCompletingRebalance, groupEmpty:
+	case StateStable, StateCompletingRebalance, StateEmpty:
 		g.prepareRebalance(reason)
 	default:
 		g.maybeCompleteJoinPhase()
@@ -1205,7 +1214,7 @@ func (g *group) maybePrepareRebalanceOrCompleteJoin(reason string) {
 // maybeCompleteJoinPhase finishes the join phase once every member has
 // rejoined (never during the initial delay).
 func (g *group) maybeCompleteJoinPhase() {
-	if g.state == groupPreparingRebalance && g.prevState != groupEmpty && g.allJoined() {
+	if g.state == StatePreparingRebalance && g.prevState != StateEmpty && g.allJoined() {
 		g.completeJoinPhase()
 	}
 }
@@ -1228,7 +1237,7 @@ func (g *group) rebalanceTimeout() time.Duration {
 // members rejoined or the rebalance timeout passes (an Empty group waits
 // the initial delay first).
 func (g *group) prepareRebalance(reason string) {
-	if g.state == groupCompletingRebalance {
+	if g.state == StateCompletingRebalance {
 		for _, m := range g.members {
 			m.assignment = nil
 		}
@@ -1236,13 +1245,13 @@ func (g *group) prepareRebalance(reason string) {
 	}
 	clear(g.pendingSync)
 	g.disarm(&g.syncTimer)
-	initial := g.state == groupEmpty
+	initial := g.state == StateEmpty
 	if initial {
 		delay := g.c.cfg.InitialRebalanceDelay
 		remaining := max(g.rebalanceTimeout()-delay, 0)
 		g.arm(&g.joinTimer, delay, func() { g.initialDelayPassed(delay, remaining) })
 	}
-	g.transition(groupPreparingRebalance)
+	g.transition(StatePreparingRebalance)
 	g.logInfo().Str("reason", reason).Int("members", len(g.members)).Msg("preparing to rebalance group")
 	if initial {
 		return
@@ -1257,7 +1266,7 @@ func (g *group) prepareRebalance(reason string) {
 // initialDelayPassed extends the initial delay while new members keep
 // joining and the largest rebalance timeout allows it.
 func (g *group) initialDelayPassed(delay, remaining time.Duration) {
-	if g.state != groupPreparingRebalance {
+	if g.state != StatePreparingRebalance {
 		return
 	}
 	if g.newMemberAdd && remaining > 0 {
@@ -1274,7 +1283,7 @@ func (g *group) initialDelayPassed(delay, remaining time.Duration) {
 // rejoin are dropped, the generation advances, the protocol is chosen and
 // every parked JoinGroup is answered (the leader's with the member list).
 func (g *group) completeJoinPhase() {
-	if g.state != groupPreparingRebalance {
+	if g.state != StatePreparingRebalance {
 		return
 	}
 	g.disarm(&g.joinTimer)
@@ -1298,14 +1307,14 @@ func (g *group) completeJoinPhase() {
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.computeSubscribed()
-		g.transition(groupEmpty)
+		g.transition(StateEmpty)
 		clear(g.pendingSync)
 		g.logInfo().Msg("group is empty")
 		return
 	}
 	g.protocol = g.selectProtocol()
 	g.computeSubscribed()
-	g.transition(groupCompletingRebalance)
+	g.transition(StateCompletingRebalance)
 	clear(g.pendingSync)
 	g.logInfo().Int("members", len(g.members)).Str("protocol", g.protocol).Str("leader", g.leader).
 		Msg("join phase complete, awaiting assignment")
@@ -1342,7 +1351,7 @@ func (g *group) electJoinedLeader() bool {
 // syncTimedOut removes the members that did not send SyncGroup within the
 // rebalance timeout after the join phase, and rebalances.
 func (g *group) syncTimedOut(gen int32) {
-	if gen != g.generation || (g.state != groupCompletingRebalance && g.state != groupStable) || len(g.pendingSync) == 0 {
+	if gen != g.generation || (g.state != StateCompletingRebalance && g.state != StateStable) || len(g.pendingSync) == 0 {
 		return
 	}
 	ids := make([]string, 0, len(g.pendingSync))
@@ -1352,7 +1361,7 @@ func (g *group) syncTimedOut(gen int32) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		if m := g.members[id]; m != nil {
-			g.completeJoin(m, joinResult{code: kerr.UnknownMemberID.Code, generation: -1})
+			g.completeJoin(m, JoinResult{Code: kerr.UnknownMemberID.Code, Generation: -1})
 		}
 		g.remove(id)
 	}
@@ -1363,7 +1372,7 @@ func (g *group) syncTimedOut(gen int32) {
 // removePendingSync notes that a member sent its SyncGroup.
 func (g *group) removePendingSync(id string) {
 	delete(g.pendingSync, id)
-	if len(g.pendingSync) == 0 || (g.state != groupCompletingRebalance && g.state != groupStable) {
+	if len(g.pendingSync) == 0 || (g.state != StateCompletingRebalance && g.state != StateStable) {
 		g.disarm(&g.syncTimer)
 	}
 }
@@ -1376,9 +1385,9 @@ func (g *group) propagate(code int16) {
 		if m.syncWait == nil {
 			continue
 		}
-		r := syncResult{code: code}
+		r := SyncResult{Code: code}
 		if code == 0 {
-			r.hasProtocol, r.protocolType, r.protocol, r.assignment = true, g.protocolType, g.protocol, m.assignment
+			r.HasProtocol, r.ProtocolType, r.Protocol, r.Assignment = true, g.protocolType, g.protocol, m.assignment
 		}
 		sendSync(m.syncWait, r)
 		m.syncWait = nil
@@ -1393,7 +1402,7 @@ func (g *group) removeLeaving(m *member, reason string) {
 		return
 	}
 	g.logInfo().Str("member_id", m.id).Str("reason", reason).Msg("member left the group")
-	g.completeJoin(m, joinResult{code: kerr.UnknownMemberID.Code, generation: -1})
+	g.completeJoin(m, JoinResult{Code: kerr.UnknownMemberID.Code, Generation: -1})
 	g.remove(m.id)
 }
 
@@ -1412,7 +1421,7 @@ func (g *group) expirePending(id string) {
 	}
 	delete(g.pending, id)
 	g.c.log.Debug().Str("group_id", g.id).Str("member_id", id).Msg("pending member id expired")
-	if g.state == groupPreparingRebalance && g.allJoined() {
+	if g.state == StatePreparingRebalance && g.allJoined() {
 		g.completeJoinPhase()
 	}
 }
@@ -1425,12 +1434,12 @@ func (g *group) expireMember(id string) {
 		return
 	}
 	g.logInfo().Str("member_id", id).Str("state", g.state.String()).Msg("member session expired, removing it")
-	g.completeJoin(m, joinResult{code: kerr.UnknownMemberID.Code, generation: -1})
+	g.completeJoin(m, JoinResult{Code: kerr.UnknownMemberID.Code, Generation: -1})
 	g.remove(id)
 	switch g.state {
-	case groupStable, groupCompletingRebalance:
+	case StateStable, StateCompletingRebalance:
 		g.maybePrepareRebalanceOrCompleteJoin("member session expired")
-	case groupPreparingRebalance:
+	case StatePreparingRebalance:
 		if g.allJoined() {
 			g.completeJoinPhase()
 		}
@@ -1444,10 +1453,10 @@ func (g *group) armHeartbeat(m *member, d time.Duration) {
 
 // transition changes the state; an Empty group is forgotten after the
 // retention unless something happens to it.
-func (g *group) transition(to groupState) {
+func (g *group) transition(to State) {
 	g.prevState, g.state = g.state, to
 	g.stateSince = g.c.clock.Now()
-	if to == groupEmpty {
+	if to == StateEmpty {
 		g.armEmptyExpiry()
 	} else {
 		g.disarm(&g.emptyTmr)
@@ -1467,7 +1476,7 @@ func (g *group) armEmptyExpiry() {
 		defer c.mu.Unlock()
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.emptyTmr.seq != seq || g.state != groupEmpty {
+		if g.emptyTmr.seq != seq || g.state != StateEmpty {
 			return
 		}
 		if len(g.pending) > 0 {
@@ -1485,7 +1494,7 @@ func (g *group) armEmptyExpiry() {
 // kill marks the group Dead and stops its timers; the caller removes it
 // from the map.
 func (g *group) kill() {
-	g.state = groupDead
+	g.state = StateDead
 	g.disarm(&g.joinTimer)
 	g.disarm(&g.syncTimer)
 	g.disarm(&g.emptyTmr)
@@ -1507,7 +1516,7 @@ func (g *group) arm(t *groupTimer, d time.Duration, fire func()) {
 	t.stop = g.c.clock.AfterFunc(d, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if t.seq != seq || g.state == groupDead {
+		if t.seq != seq || g.state == StateDead {
 			return
 		}
 		t.seq, t.stop = 0, nil
@@ -1526,7 +1535,7 @@ func (g *group) disarm(t *groupTimer) {
 // subscribe to in the chosen protocol (OffsetDelete consults it).
 func (g *group) computeSubscribed() {
 	g.subscribed, g.subsKnown = nil, false
-	if g.protocolType != consumerProtocolType {
+	if g.protocolType != ConsumerProtocolType {
 		return
 	}
 	subs := map[string]struct{}{}
@@ -1544,14 +1553,14 @@ func (g *group) computeSubscribed() {
 
 // sendJoin and sendSync deliver an answer without ever blocking: every
 // reply channel has one slot and gets one answer.
-func sendJoin(ch chan<- joinResult, r joinResult) {
+func sendJoin(ch chan<- JoinResult, r JoinResult) {
 	select {
 	case ch <- r:
 	default:
 	}
 }
 
-func sendSync(ch chan<- syncResult, r syncResult) {
+func sendSync(ch chan<- SyncResult, r SyncResult) {
 	select {
 	case ch <- r:
 	default:
@@ -1583,7 +1592,7 @@ func newMemberID(prefix string) string {
 }
 
 // counts returns the number of live groups and of their members (metrics).
-func (c *groupCoordinator) counts() (groups, members int) {
+func (c *Coordinator) counts() (groups, members int) {
 	c.mu.Lock()
 	gs := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
@@ -1592,7 +1601,7 @@ func (c *groupCoordinator) counts() (groups, members int) {
 	c.mu.Unlock()
 	for _, g := range gs {
 		g.mu.Lock()
-		if g.state != groupDead {
+		if g.state != StateDead {
 			groups++
 			members += len(g.members)
 		}

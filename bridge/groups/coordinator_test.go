@@ -1,4 +1,4 @@
-package bridge
+package groups
 
 import (
 	"context"
@@ -96,74 +96,74 @@ func (c *groupFakeClock) Advance(d time.Duration) {
 
 type groupHarness struct {
 	t   *testing.T
-	c   *groupCoordinator
+	c   *Coordinator
 	clk *groupFakeClock
 }
 
 func newGroupHarness(t *testing.T) *groupHarness {
 	clk := newGroupFakeClock()
-	cfg := DefaultConfig().Groups // 3s initial delay, 6s..30m sessions
-	return &groupHarness{t: t, c: newGroupCoordinator(cfg, zerolog.Nop(), clk), clk: clk}
+	cfg := DefaultConfig() // 3s initial delay, 6s..30m sessions
+	return &groupHarness{t: t, c: New(cfg, zerolog.Nop(), clk), clk: clk}
 }
 
 // joinP builds JoinGroup parameters: consumer protocol type, 10s session, 30s
 // rebalance, v9 semantics; protocols by name, metadata "<name>/<label>".
-func joinP(group, memberID, label string, protocols ...string) joinParams {
-	p := joinParams{
-		group:            group,
-		memberID:         memberID,
-		clientID:         "client-" + label,
-		clientHost:       "/127.0.0.1",
-		sessionTimeout:   10 * time.Second,
-		rebalanceTimeout: 30 * time.Second,
-		protocolType:     "consumer",
-		requireKnownID:   true,
-		canSkipAssign:    true,
+func joinP(group, memberID, label string, protocols ...string) JoinParams {
+	p := JoinParams{
+		Group:            group,
+		MemberID:         memberID,
+		ClientID:         "client-" + label,
+		ClientHost:       "/127.0.0.1",
+		SessionTimeout:   10 * time.Second,
+		RebalanceTimeout: 30 * time.Second,
+		ProtocolType:     "consumer",
+		RequireKnownID:   true,
+		CanSkipAssign:    true,
 	}
 	for _, n := range protocols {
-		p.protocols = append(p.protocols, groupProtocol{Name: n, Metadata: []byte(n + "/" + label)})
+		p.Protocols = append(p.Protocols, Protocol{Name: n, Metadata: []byte(n + "/" + label)})
 	}
 	return p
 }
 
-func asStatic(p joinParams, instance string) joinParams {
-	p.instanceID = &instance
+func asStatic(p JoinParams, instance string) JoinParams {
+	p.InstanceID = &instance
 	return p
 }
 
-func (h *groupHarness) joinAsync(p joinParams) chan joinResult {
-	ch := make(chan joinResult, 1)
+func (h *groupHarness) joinAsync(p JoinParams) chan JoinResult {
+	ch := make(chan JoinResult, 1)
 	h.c.join(p, ch)
 	return ch
 }
 
 // joinNow joins and expects an immediate answer.
-func (h *groupHarness) joinNow(p joinParams) joinResult {
+func (h *groupHarness) joinNow(p JoinParams) JoinResult {
 	h.t.Helper()
 	r, ok := pollReply(h.joinAsync(p))
 	if !ok {
-		h.t.Fatalf("join %+v: parked, want an immediate answer", p.memberID)
+		h.t.Fatalf("join %+v: parked, want an immediate answer", p.MemberID)
 	}
 	return r
 }
 
 // memberID does the KIP-394 round trip and returns the assigned member id.
-func (h *groupHarness) memberID(p joinParams) string {
+func (h *groupHarness) memberID(p JoinParams) string {
 	h.t.Helper()
 	r := h.joinNow(p)
-	if r.code != kerr.MemberIDRequired.Code || r.memberID == "" {
-		h.t.Fatalf("first join: code %d member %q, want MEMBER_ID_REQUIRED", r.code, r.memberID)
+	if r.Code != kerr.MemberIDRequired.Code || r.MemberID == "" {
+		h.t.Fatalf("first join: code %d member %q, want MEMBER_ID_REQUIRED", r.Code, r.MemberID)
 	}
-	return r.memberID
+	return r.MemberID
 }
 
-func (h *groupHarness) syncAsync(group, member string, gen int32, assign map[string][]byte) chan syncResult {
-	ch := make(chan syncResult, 1)
-	h.c.sync(syncParams{group: group, memberID: member, generation: gen, assignments: assign}, ch)
+func (h *groupHarness) syncAsync(group, member string, gen int32, assign map[string][]byte) chan SyncResult {
+	ch := make(chan SyncResult, 1)
+	h.c.sync(SyncParams{Group: group, MemberID: member, Generation: gen, Assignments: assign}, ch)
 	return ch
 }
 
-func (h *groupHarness) syncNow(group, member string, gen int32, assign map[string][]byte) syncResult {
+func (h *groupHarness) syncNow(group, member string, gen int32, assign map[string][]byte) SyncResult {
 	h.t.Helper()
 	r, ok := pollReply(h.syncAsync(group, member, gen, assign))
 	if !ok {
@@ -177,7 +177,7 @@ func (h *groupHarness) state(group string) string {
 	if !ok {
 		return "unknown"
 	}
-	return d.state
+	return d.State
 }
 
 func pollReply[T any](ch chan T) (T, bool) {
@@ -211,27 +211,27 @@ func wantGroupCode(t *testing.T, what string, got, want int16) {
 func (h *groupHarness) stableGroup(group string, n int) []string {
 	h.t.Helper()
 	ids := make([]string, n)
-	chans := make([]chan joinResult, n)
+	chans := make([]chan JoinResult, n)
 	for i := range n {
 		p := joinP(group, "", fmt.Sprint("m", i), "range")
 		ids[i] = h.memberID(p)
-		p.memberID = ids[i]
+		p.MemberID = ids[i]
 		chans[i] = h.joinAsync(p)
 	}
 	h.clk.Advance(6 * time.Second) // a second member extends the 3s delay once
 	var gen int32
 	for i, ch := range chans {
 		r := mustReply(h.t, ch, "join "+ids[i])
-		if r.code != 0 {
-			h.t.Fatalf("join %d: code %d", i, r.code)
+		if r.Code != 0 {
+			h.t.Fatalf("join %d: code %d", i, r.Code)
 		}
-		gen = r.generation
+		gen = r.Generation
 	}
 	assign := map[string][]byte{}
 	for _, id := range ids {
 		assign[id] = []byte("assign-" + id)
 	}
-	syncs := make([]chan syncResult, n)
+	syncs := make([]chan SyncResult, n)
 	for i := n - 1; i >= 0; i-- { // followers first: they park
 		var a map[string][]byte
 		if i == 0 {
@@ -241,7 +241,7 @@ func (h *groupHarness) stableGroup(group string, n int) []string {
 	}
 	for i, ch := range syncs {
 		r := mustReply(h.t, ch, "sync "+ids[i])
-		if r.code != 0 || string(r.assignment) != "assign-"+ids[i] {
+		if r.Code != 0 || string(r.Assignment) != "assign-"+ids[i] {
 			h.t.Fatalf("sync %d: %+v", i, r)
 		}
 	}
@@ -258,7 +258,7 @@ func TestGroupJoinMemberIDRequiredAndInitialDelay(t *testing.T) {
 	if h.state("g") != "Empty" {
 		t.Fatalf("state %s after MEMBER_ID_REQUIRED", h.state("g"))
 	}
-	p.memberID = id
+	p.MemberID = id
 	ch := h.joinAsync(p)
 	if h.state("g") != "PreparingRebalance" {
 		t.Fatalf("state %s", h.state("g"))
@@ -269,8 +269,8 @@ func TestGroupJoinMemberIDRequiredAndInitialDelay(t *testing.T) {
 	}
 	h.clk.Advance(time.Millisecond)
 	r := mustReply(t, ch, "join")
-	if r.code != 0 || r.generation != 1 || r.leader != id || r.memberID != id || r.protocol != "range" || !r.hasProtocol ||
-		r.protocolType != "consumer" || len(r.members) != 1 || string(r.members[0].metadata) != "range/a" {
+	if r.Code != 0 || r.Generation != 1 || r.Leader != id || r.MemberID != id || r.Protocol != "range" || !r.HasProtocol ||
+		r.ProtocolType != "consumer" || len(r.Members) != 1 || string(r.Members[0].Metadata) != "range/a" {
 		t.Fatalf("join result %+v", r)
 	}
 	if h.state("g") != "CompletingRebalance" {
@@ -279,10 +279,10 @@ func TestGroupJoinMemberIDRequiredAndInitialDelay(t *testing.T) {
 
 	// Before v4 the member joins at once without the round trip.
 	p2 := joinP("g2", "", "b", "range")
-	p2.requireKnownID = false
+	p2.RequireKnownID = false
 	ch = h.joinAsync(p2)
 	h.clk.Advance(3 * time.Second)
-	if r := mustReply(t, ch, "v3 join"); r.code != 0 || r.memberID == "" || r.generation != 1 {
+	if r := mustReply(t, ch, "v3 join"); r.Code != 0 || r.MemberID == "" || r.Generation != 1 {
 		t.Fatalf("v3 join %+v", r)
 	}
 }
@@ -290,11 +290,11 @@ func TestGroupJoinMemberIDRequiredAndInitialDelay(t *testing.T) {
 func TestGroupInitialDelayExtendsWhileMembersArrive(t *testing.T) {
 	h := newGroupHarness(t)
 	a := joinP("g", "", "a", "range")
-	a.memberID = h.memberID(a)
+	a.MemberID = h.memberID(a)
 	cha := h.joinAsync(a)
 	h.clk.Advance(2 * time.Second)
 	b := joinP("g", "", "b", "range")
-	b.memberID = h.memberID(b)
+	b.MemberID = h.memberID(b)
 	chb := h.joinAsync(b)
 	h.clk.Advance(time.Second) // first delay over, a member arrived: extend by 3s
 	if _, ok := pollReply(cha); ok {
@@ -302,7 +302,7 @@ func TestGroupInitialDelayExtendsWhileMembersArrive(t *testing.T) {
 	}
 	h.clk.Advance(3 * time.Second)
 	ra, rb := mustReply(t, cha, "join a"), mustReply(t, chb, "join b")
-	if ra.generation != 1 || rb.generation != 1 || ra.leader != a.memberID || len(ra.members) != 2 || len(rb.members) != 0 {
+	if ra.Generation != 1 || rb.Generation != 1 || ra.Leader != a.MemberID || len(ra.Members) != 2 || len(rb.Members) != 0 {
 		t.Fatalf("a %+v\nb %+v", ra, rb)
 	}
 }
@@ -319,22 +319,22 @@ func TestGroupProtocolSelection(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newGroupHarness(t)
-			var chans []chan joinResult
+			var chans []chan JoinResult
 			for i, ps := range c.members {
 				p := joinP("g", "", fmt.Sprint(i), ps...)
-				p.memberID = h.memberID(p)
+				p.MemberID = h.memberID(p)
 				chans = append(chans, h.joinAsync(p))
 			}
 			h.clk.Advance(10 * time.Second)
 			for i, ch := range chans {
 				r := mustReply(t, ch, "join")
-				if r.code != 0 || r.protocol != c.want {
+				if r.Code != 0 || r.Protocol != c.want {
 					t.Fatalf("member %d: %+v, want protocol %s", i, r, c.want)
 				}
 				if i == 0 {
-					for j, m := range r.members {
-						if want := c.want + "/" + fmt.Sprint(j); string(m.metadata) != want {
-							t.Errorf("member %d metadata %q, want %q", j, m.metadata, want)
+					for j, m := range r.Members {
+						if want := c.want + "/" + fmt.Sprint(j); string(m.Metadata) != want {
+							t.Errorf("member %d metadata %q, want %q", j, m.Metadata, want)
 						}
 					}
 				}
@@ -345,26 +345,26 @@ func TestGroupProtocolSelection(t *testing.T) {
 
 func TestGroupJoinValidation(t *testing.T) {
 	h := newGroupHarness(t)
-	wantGroupCode(t, "empty group id", h.joinNow(joinP("", "", "a", "range")).code, kerr.InvalidGroupID.Code)
+	wantGroupCode(t, "empty group id", h.joinNow(joinP("", "", "a", "range")).Code, kerr.InvalidGroupID.Code)
 	short := joinP("g", "", "a", "range")
-	short.sessionTimeout = 5 * time.Second
-	wantGroupCode(t, "short session", h.joinNow(short).code, kerr.InvalidSessionTimeout.Code)
+	short.SessionTimeout = 5 * time.Second
+	wantGroupCode(t, "short session", h.joinNow(short).Code, kerr.InvalidSessionTimeout.Code)
 	long := joinP("g", "", "a", "range")
-	long.sessionTimeout = 31 * time.Minute
-	wantGroupCode(t, "long session", h.joinNow(long).code, kerr.InvalidSessionTimeout.Code)
-	wantGroupCode(t, "unknown group with member id", h.joinNow(joinP("nope", "m-1", "a", "range")).code, kerr.UnknownMemberID.Code)
-	wantGroupCode(t, "no protocols", h.joinNow(joinP("g", "", "a")).code, kerr.InconsistentGroupProtocol.Code)
+	long.SessionTimeout = 31 * time.Minute
+	wantGroupCode(t, "long session", h.joinNow(long).Code, kerr.InvalidSessionTimeout.Code)
+	wantGroupCode(t, "unknown group with member id", h.joinNow(joinP("nope", "m-1", "a", "range")).Code, kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "no protocols", h.joinNow(joinP("g", "", "a")).Code, kerr.InconsistentGroupProtocol.Code)
 	noType := joinP("g", "", "a", "range")
-	noType.protocolType = ""
-	wantGroupCode(t, "no protocol type", h.joinNow(noType).code, kerr.InconsistentGroupProtocol.Code)
+	noType.ProtocolType = ""
+	wantGroupCode(t, "no protocol type", h.joinNow(noType).Code, kerr.InconsistentGroupProtocol.Code)
 
 	ids := h.stableGroup("s", 1)
 	other := joinP("s", "", "b", "roundrobin")
-	wantGroupCode(t, "no common protocol", h.joinNow(other).code, kerr.InconsistentGroupProtocol.Code)
+	wantGroupCode(t, "no common protocol", h.joinNow(other).Code, kerr.InconsistentGroupProtocol.Code)
 	conn := joinP("s", "", "b", "range")
-	conn.protocolType = "connect"
-	wantGroupCode(t, "other protocol type", h.joinNow(conn).code, kerr.InconsistentGroupProtocol.Code)
-	wantGroupCode(t, "unknown member of known group", h.joinNow(joinP("s", "m-x", "b", "range")).code, kerr.UnknownMemberID.Code)
+	conn.ProtocolType = "connect"
+	wantGroupCode(t, "other protocol type", h.joinNow(conn).Code, kerr.InconsistentGroupProtocol.Code)
+	wantGroupCode(t, "unknown member of known group", h.joinNow(joinP("s", "m-x", "b", "range")).Code, kerr.UnknownMemberID.Code)
 	if h.state("s") != "Stable" {
 		t.Fatalf("refused joins changed the group: %s", h.state("s"))
 	}
@@ -374,47 +374,47 @@ func TestGroupJoinValidation(t *testing.T) {
 func TestGroupSyncAndHeartbeat(t *testing.T) {
 	h := newGroupHarness(t)
 	a := joinP("g", "", "a", "range")
-	a.memberID = h.memberID(a)
+	a.MemberID = h.memberID(a)
 	b := joinP("g", "", "b", "range")
-	b.memberID = h.memberID(b)
+	b.MemberID = h.memberID(b)
 	cha, chb := h.joinAsync(a), h.joinAsync(b)
 	h.clk.Advance(6 * time.Second)
 	ra, _ := mustReply(t, cha, "a"), mustReply(t, chb, "b")
 
-	wantGroupCode(t, "heartbeat while completing", h.c.heartbeat("g", b.memberID, nil, 1), 0)
-	wantGroupCode(t, "commit while completing", h.c.validateCommit("g", b.memberID, 1, nil), kerr.RebalanceInProgress.Code)
-	wantGroupCode(t, "sync wrong generation", h.syncNow("g", b.memberID, 7, nil).code, kerr.IllegalGeneration.Code)
-	wantGroupCode(t, "sync unknown member", h.syncNow("g", "nobody", 1, nil).code, kerr.UnknownMemberID.Code)
-	wantGroupCode(t, "sync unknown group", h.syncNow("nope", b.memberID, 1, nil).code, kerr.UnknownMemberID.Code)
-	wantGroupCode(t, "sync empty group id", h.syncNow("", b.memberID, 1, nil).code, kerr.InvalidGroupID.Code)
+	wantGroupCode(t, "heartbeat while completing", h.c.heartbeat("g", b.MemberID, nil, 1), 0)
+	wantGroupCode(t, "commit while completing", h.c.validateCommit("g", b.MemberID, 1, nil), kerr.RebalanceInProgress.Code)
+	wantGroupCode(t, "sync wrong generation", h.syncNow("g", b.MemberID, 7, nil).Code, kerr.IllegalGeneration.Code)
+	wantGroupCode(t, "sync unknown member", h.syncNow("g", "nobody", 1, nil).Code, kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "sync unknown group", h.syncNow("nope", b.MemberID, 1, nil).Code, kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "sync empty group id", h.syncNow("", b.MemberID, 1, nil).Code, kerr.InvalidGroupID.Code)
 	bad := "roundrobin"
-	ch := make(chan syncResult, 1)
-	h.c.sync(syncParams{group: "g", memberID: b.memberID, generation: 1, protocol: &bad}, ch)
-	wantGroupCode(t, "sync other protocol", mustReply(t, ch, "sync v5").code, kerr.InconsistentGroupProtocol.Code)
+	ch := make(chan SyncResult, 1)
+	h.c.sync(SyncParams{Group: "g", MemberID: b.MemberID, Generation: 1, Protocol: &bad}, ch)
+	wantGroupCode(t, "sync other protocol", mustReply(t, ch, "sync v5").Code, kerr.InconsistentGroupProtocol.Code)
 
-	follower := h.syncAsync("g", b.memberID, 1, nil)
+	follower := h.syncAsync("g", b.MemberID, 1, nil)
 	if _, ok := pollReply(follower); ok {
 		t.Fatal("follower sync answered before the leader's")
 	}
-	leader := h.syncNow("g", a.memberID, ra.generation, map[string][]byte{a.memberID: []byte("A"), "stranger": []byte("X")})
+	leader := h.syncNow("g", a.MemberID, ra.Generation, map[string][]byte{a.MemberID: []byte("A"), "stranger": []byte("X")})
 	fr := mustReply(t, follower, "follower sync")
-	if leader.code != 0 || string(leader.assignment) != "A" || fr.code != 0 || len(fr.assignment) != 0 ||
-		!fr.hasProtocol || fr.protocol != "range" || fr.protocolType != "consumer" {
+	if leader.Code != 0 || string(leader.Assignment) != "A" || fr.Code != 0 || len(fr.Assignment) != 0 ||
+		!fr.HasProtocol || fr.Protocol != "range" || fr.ProtocolType != "consumer" {
 		t.Fatalf("leader %+v follower %+v", leader, fr)
 	}
 	if h.state("g") != "Stable" {
 		t.Fatalf("state %s", h.state("g"))
 	}
-	if r := h.syncNow("g", a.memberID, 1, nil); r.code != 0 || string(r.assignment) != "A" {
+	if r := h.syncNow("g", a.MemberID, 1, nil); r.Code != 0 || string(r.Assignment) != "A" {
 		t.Fatalf("stable resync %+v", r)
 	}
-	wantGroupCode(t, "heartbeat", h.c.heartbeat("g", a.memberID, nil, 1), 0)
-	wantGroupCode(t, "heartbeat old generation", h.c.heartbeat("g", a.memberID, nil, 0), kerr.IllegalGeneration.Code)
+	wantGroupCode(t, "heartbeat", h.c.heartbeat("g", a.MemberID, nil, 1), 0)
+	wantGroupCode(t, "heartbeat old generation", h.c.heartbeat("g", a.MemberID, nil, 0), kerr.IllegalGeneration.Code)
 	wantGroupCode(t, "heartbeat unknown member", h.c.heartbeat("g", "x", nil, 1), kerr.UnknownMemberID.Code)
 	wantGroupCode(t, "heartbeat unknown group", h.c.heartbeat("nope", "x", nil, 1), kerr.UnknownMemberID.Code)
 	wantGroupCode(t, "heartbeat empty group id", h.c.heartbeat("", "x", nil, 1), kerr.InvalidGroupID.Code)
 	inst := "i"
-	wantGroupCode(t, "heartbeat unknown instance", h.c.heartbeat("g", a.memberID, &inst, 1), kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "heartbeat unknown instance", h.c.heartbeat("g", a.MemberID, &inst, 1), kerr.UnknownMemberID.Code)
 }
 
 func TestGroupSessionTimeoutRemovesMember(t *testing.T) {
@@ -431,7 +431,7 @@ func TestGroupSessionTimeoutRemovesMember(t *testing.T) {
 	wantGroupCode(t, "a heartbeat during rebalance", h.c.heartbeat("g", ids[0], nil, 1), kerr.RebalanceInProgress.Code)
 	wantGroupCode(t, "b heartbeat after expiry", h.c.heartbeat("g", ids[1], nil, 1), kerr.UnknownMemberID.Code)
 	r := h.joinNow(joinP("g", ids[0], "m0", "range")) // the only member rejoined: done at once
-	if r.code != 0 || r.generation != 2 || len(r.members) != 1 || r.leader != ids[0] {
+	if r.Code != 0 || r.Generation != 2 || len(r.Members) != 1 || r.Leader != ids[0] {
 		t.Fatalf("rejoin %+v", r)
 	}
 }
@@ -451,7 +451,7 @@ func TestGroupRebalanceTimeoutDropsLaggards(t *testing.T) {
 	}
 	h.clk.Advance(3 * time.Second) // 30s rebalance timeout
 	r0, r1 := mustReply(t, ch0, "m0"), mustReply(t, ch1, "m1")
-	if r0.generation != 2 || r1.generation != 2 || len(r0.members) != 2 {
+	if r0.Generation != 2 || r1.Generation != 2 || len(r0.Members) != 2 {
 		t.Fatalf("m0 %+v\nm1 %+v", r0, r1)
 	}
 	wantGroupCode(t, "m2 heartbeat after being dropped", h.c.heartbeat("g", ids[2], nil, 1), kerr.UnknownMemberID.Code)
@@ -460,23 +460,23 @@ func TestGroupRebalanceTimeoutDropsLaggards(t *testing.T) {
 func TestGroupRebalanceAnswersParkedSync(t *testing.T) {
 	h := newGroupHarness(t)
 	a := joinP("g", "", "a", "range")
-	a.memberID = h.memberID(a)
+	a.MemberID = h.memberID(a)
 	b := joinP("g", "", "b", "range")
-	b.memberID = h.memberID(b)
+	b.MemberID = h.memberID(b)
 	cha, chb := h.joinAsync(a), h.joinAsync(b)
 	h.clk.Advance(6 * time.Second)
 	mustReply(t, cha, "a")
 	mustReply(t, chb, "b")
-	parked := h.syncAsync("g", b.memberID, 1, nil)
+	parked := h.syncAsync("g", b.MemberID, 1, nil)
 	// A third member arrives during CompletingRebalance.
 	c := joinP("g", "", "c", "range")
-	c.memberID = h.memberID(c)
+	c.MemberID = h.memberID(c)
 	chc := h.joinAsync(c)
-	wantGroupCode(t, "parked follower sync", mustReply(t, parked, "b sync").code, kerr.RebalanceInProgress.Code)
-	wantGroupCode(t, "leader sync of the old generation", h.syncNow("g", a.memberID, 1, nil).code, kerr.RebalanceInProgress.Code)
+	wantGroupCode(t, "parked follower sync", mustReply(t, parked, "b sync").Code, kerr.RebalanceInProgress.Code)
+	wantGroupCode(t, "leader sync of the old generation", h.syncNow("g", a.MemberID, 1, nil).Code, kerr.RebalanceInProgress.Code)
 	cha, chb = h.joinAsync(a), h.joinAsync(b)
-	for i, ch := range []chan joinResult{cha, chb, chc} {
-		if r := mustReply(t, ch, "rejoin"); r.code != 0 || r.generation != 2 {
+	for i, ch := range []chan JoinResult{cha, chb, chc} {
+		if r := mustReply(t, ch, "rejoin"); r.Code != 0 || r.Generation != 2 {
 			t.Fatalf("member %d: %+v", i, r)
 		}
 	}
@@ -485,28 +485,28 @@ func TestGroupRebalanceAnswersParkedSync(t *testing.T) {
 func TestGroupSyncTimeoutRemovesSilentMember(t *testing.T) {
 	h := newGroupHarness(t)
 	a := joinP("g", "", "a", "range")
-	a.memberID = h.memberID(a)
+	a.MemberID = h.memberID(a)
 	b := joinP("g", "", "b", "range")
-	b.memberID = h.memberID(b)
+	b.MemberID = h.memberID(b)
 	cha, chb := h.joinAsync(a), h.joinAsync(b)
 	h.clk.Advance(6 * time.Second)
 	mustReply(t, cha, "a")
 	mustReply(t, chb, "b")
-	h.syncNow("g", a.memberID, 1, map[string][]byte{a.memberID: []byte("A"), b.memberID: []byte("B")})
+	h.syncNow("g", a.MemberID, 1, map[string][]byte{a.MemberID: []byte("A"), b.MemberID: []byte("B")})
 	for range 10 { // a keeps its session; b never syncs
 		h.clk.Advance(3 * time.Second)
-		h.c.heartbeat("g", a.memberID, nil, 1)
+		h.c.heartbeat("g", a.MemberID, nil, 1)
 	}
 	if h.state("g") != "PreparingRebalance" {
 		t.Fatalf("state %s after the sync timeout", h.state("g"))
 	}
-	wantGroupCode(t, "b after the sync timeout", h.c.heartbeat("g", b.memberID, nil, 1), kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "b after the sync timeout", h.c.heartbeat("g", b.MemberID, nil, 1), kerr.UnknownMemberID.Code)
 }
 
 func TestGroupLeave(t *testing.T) {
 	h := newGroupHarness(t)
 	ids := h.stableGroup("g", 3)
-	top, codes := h.c.leave("g", []leaveIdentity{{memberID: ids[2]}, {memberID: "stranger"}, {memberID: ids[2]}})
+	top, codes := h.c.leave("g", []LeaveIdentity{{MemberID: ids[2]}, {MemberID: "stranger"}, {MemberID: ids[2]}})
 	if top != 0 || !slices.Equal(codes, []int16{0, kerr.UnknownMemberID.Code, kerr.UnknownMemberID.Code}) {
 		t.Fatalf("leave: %d %v", top, codes)
 	}
@@ -515,13 +515,13 @@ func TestGroupLeave(t *testing.T) {
 	}
 	ch0 := h.joinAsync(joinP("g", ids[0], "m0", "range"))
 	// The last member still expected leaves: the join phase completes.
-	if _, codes := h.c.leave("g", []leaveIdentity{{memberID: ids[1]}}); codes[0] != 0 {
+	if _, codes := h.c.leave("g", []LeaveIdentity{{MemberID: ids[1]}}); codes[0] != 0 {
 		t.Fatalf("leave m1: %v", codes)
 	}
-	if r := mustReply(t, ch0, "m0 rejoin"); r.code != 0 || r.generation != 2 || len(r.members) != 1 {
+	if r := mustReply(t, ch0, "m0 rejoin"); r.Code != 0 || r.Generation != 2 || len(r.Members) != 1 {
 		t.Fatalf("m0 %+v", r)
 	}
-	top, codes = h.c.leave("nope", []leaveIdentity{{memberID: "x"}})
+	top, codes = h.c.leave("nope", []LeaveIdentity{{MemberID: "x"}})
 	if top != 0 || codes[0] != kerr.UnknownMemberID.Code {
 		t.Fatalf("unknown group: %d %v", top, codes)
 	}
@@ -530,8 +530,8 @@ func TestGroupLeave(t *testing.T) {
 	}
 	// The last member leaves: Empty with a new generation.
 	h.syncNow("g", ids[0], 2, nil)
-	h.c.leave("g", []leaveIdentity{{memberID: ids[0]}})
-	if d, _ := h.c.describe("g"); d.state != "Empty" || len(d.members) != 0 {
+	h.c.leave("g", []LeaveIdentity{{MemberID: ids[0]}})
+	if d, _ := h.c.describe("g"); d.State != "Empty" || len(d.Members) != 0 {
 		t.Fatalf("after the last leave: %+v", d)
 	}
 	wantGroupCode(t, "simple commit to the empty group", h.c.validateCommit("g", "", -1, nil), 0)
@@ -541,10 +541,10 @@ func TestGroupLeavePendingMember(t *testing.T) {
 	h := newGroupHarness(t)
 	ids := h.stableGroup("g", 1)
 	pend := h.memberID(joinP("g", "", "p", "range"))
-	if _, codes := h.c.leave("g", []leaveIdentity{{memberID: pend}}); codes[0] != 0 {
+	if _, codes := h.c.leave("g", []LeaveIdentity{{MemberID: pend}}); codes[0] != 0 {
 		t.Fatalf("leave pending: %v", codes)
 	}
-	wantGroupCode(t, "pending id after leaving", h.joinNow(joinP("g", pend, "p", "range")).code, kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "pending id after leaving", h.joinNow(joinP("g", pend, "p", "range")).Code, kerr.UnknownMemberID.Code)
 	// As in Kafka, a successful leave of a Stable group rebalances it, even
 	// when only a pending id left.
 	wantGroupCode(t, "stable member", h.c.heartbeat("g", ids[0], nil, 1), kerr.RebalanceInProgress.Code)
@@ -559,16 +559,16 @@ func TestGroupPendingMemberExpires(t *testing.T) {
 		t.Fatal("join phase completed with a pending member outstanding")
 	}
 	h.clk.Advance(10 * time.Second) // its session timeout
-	if r := mustReply(t, ch, "rejoin"); r.code != 0 || r.generation != 2 || len(r.members) != 1 {
+	if r := mustReply(t, ch, "rejoin"); r.Code != 0 || r.Generation != 2 || len(r.Members) != 1 {
 		t.Fatalf("rejoin %+v", r)
 	}
-	wantGroupCode(t, "expired pending id", h.joinNow(joinP("g", pend, "p", "range")).code, kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "expired pending id", h.joinNow(joinP("g", pend, "p", "range")).Code, kerr.UnknownMemberID.Code)
 }
 
 func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 	h := newGroupHarness(t)
 	var ids []string
-	var chans []chan joinResult
+	var chans []chan JoinResult
 	for _, inst := range []string{"a", "b", "c"} {
 		// Static members skip MEMBER_ID_REQUIRED.
 		chans = append(chans, h.joinAsync(asStatic(joinP("g", "", inst, "range"), inst)))
@@ -576,10 +576,10 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 	h.clk.Advance(6 * time.Second)
 	for _, ch := range chans {
 		r := mustReply(t, ch, "static join")
-		if r.code != 0 || r.generation != 1 {
+		if r.Code != 0 || r.Generation != 1 {
 			t.Fatalf("static join %+v", r)
 		}
-		ids = append(ids, r.memberID)
+		ids = append(ids, r.MemberID)
 	}
 	assign := map[string][]byte{ids[0]: []byte("A"), ids[1]: []byte("B"), ids[2]: []byte("C")}
 	h.syncNow("g", ids[0], 1, assign)
@@ -589,7 +589,7 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 
 	// b restarts: it joins with its instance id and no member id.
 	r := h.joinNow(asStatic(joinP("g", "", "b", "range"), "b"))
-	if r.code != 0 || r.generation != 1 || r.memberID == ids[1] || r.leader != ids[0] || len(r.members) != 0 || r.skipAssign {
+	if r.Code != 0 || r.Generation != 1 || r.MemberID == ids[1] || r.Leader != ids[0] || len(r.Members) != 0 || r.SkipAssign {
 		t.Fatalf("restarted follower %+v", r)
 	}
 	if h.state("g") != "Stable" {
@@ -598,25 +598,25 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 	inst := "b"
 	wantGroupCode(t, "old id heartbeat", h.c.heartbeat("g", ids[1], &inst, 1), kerr.FencedInstanceID.Code)
 	wantGroupCode(t, "old id commit", h.c.validateCommit("g", ids[1], 1, &inst), kerr.FencedInstanceID.Code)
-	ch := make(chan syncResult, 1)
-	h.c.sync(syncParams{group: "g", memberID: r.memberID, instanceID: &inst, generation: 1}, ch)
-	if s := mustReply(t, ch, "sync"); s.code != 0 || string(s.assignment) != "B" {
+	ch := make(chan SyncResult, 1)
+	h.c.sync(SyncParams{Group: "g", MemberID: r.MemberID, InstanceID: &inst, Generation: 1}, ch)
+	if s := mustReply(t, ch, "sync"); s.Code != 0 || string(s.Assignment) != "B" {
 		t.Fatalf("restarted sync %+v", s)
 	}
 	wantGroupCode(t, "other member heartbeat", h.c.heartbeat("g", ids[2], nil, 1), 0)
-	wantGroupCode(t, "new id commit", h.c.validateCommit("g", r.memberID, 1, &inst), 0)
+	wantGroupCode(t, "new id commit", h.c.validateCommit("g", r.MemberID, 1, &inst), 0)
 
 	// The leader restarts: v9 gets the member list with SkipAssignment;
 	// older versions are told the previous leader id.
 	r = h.joinNow(asStatic(joinP("g", "", "a", "range"), "a"))
-	if r.code != 0 || r.generation != 1 || r.leader != r.memberID || !r.skipAssign || len(r.members) != 3 {
+	if r.Code != 0 || r.Generation != 1 || r.Leader != r.MemberID || !r.SkipAssign || len(r.Members) != 3 {
 		t.Fatalf("restarted leader v9 %+v", r)
 	}
-	newLeader := r.memberID
+	newLeader := r.MemberID
 	old := asStatic(joinP("g", "", "a", "range"), "a")
-	old.canSkipAssign = false
+	old.CanSkipAssign = false
 	r = h.joinNow(old)
-	if r.code != 0 || r.generation != 1 || r.leader != newLeader || r.skipAssign || len(r.members) != 0 {
+	if r.Code != 0 || r.Generation != 1 || r.Leader != newLeader || r.SkipAssign || len(r.Members) != 0 {
 		t.Fatalf("restarted leader v8 %+v", r)
 	}
 	if h.state("g") != "Stable" {
@@ -625,24 +625,24 @@ func TestGroupStaticMemberRestartWithoutRebalance(t *testing.T) {
 
 	// A restart that keeps the group's protocol choice does not rebalance
 	// (range is still the only protocol all members support)...
-	if r := h.joinNow(asStatic(joinP("g", "", "c", "roundrobin", "range"), "c")); r.code != 0 || r.generation != 1 {
+	if r := h.joinNow(asStatic(joinP("g", "", "c", "roundrobin", "range"), "c")); r.Code != 0 || r.Generation != 1 {
 		t.Fatalf("restart with more protocols %+v", r)
 	}
 	// ...one that changes it does.
 	solo := h.joinAsync(asStatic(joinP("solo", "", "s", "range", "roundrobin"), "s"))
 	h.clk.Advance(3 * time.Second)
 	sr := mustReply(t, solo, "solo")
-	h.syncNow("solo", sr.memberID, 1, nil)
+	h.syncNow("solo", sr.MemberID, 1, nil)
 	r = h.joinNow(asStatic(joinP("solo", "", "s", "roundrobin", "range"), "s"))
-	if r.code != 0 || r.generation != 2 || r.protocol != "roundrobin" {
+	if r.Code != 0 || r.Generation != 2 || r.Protocol != "roundrobin" {
 		t.Fatalf("restart with another preferred protocol %+v", r)
 	}
 }
 
 func TestGroupStaticMemberFencedWhileParked(t *testing.T) {
 	h := newGroupHarness(t)
-	var rs []joinResult
-	var chans []chan joinResult
+	var rs []JoinResult
+	var chans []chan JoinResult
 	for _, inst := range []string{"a", "b", "c"} {
 		chans = append(chans, h.joinAsync(asStatic(joinP("g", "", inst, "range"), inst)))
 	}
@@ -650,29 +650,29 @@ func TestGroupStaticMemberFencedWhileParked(t *testing.T) {
 	for _, ch := range chans {
 		rs = append(rs, mustReply(t, ch, "join"))
 	}
-	h.syncNow("g", rs[0].memberID, 1, nil)
-	h.syncNow("g", rs[1].memberID, 1, nil)
-	h.syncNow("g", rs[2].memberID, 1, nil)
+	h.syncNow("g", rs[0].MemberID, 1, nil)
+	h.syncNow("g", rs[1].MemberID, 1, nil)
+	h.syncNow("g", rs[2].MemberID, 1, nil)
 
 	// a rejoins (leader: rebalance); b's old process parks its rejoin (c
 	// has not rejoined yet), then a new process with b's instance id
 	// takes over.
-	cha := h.joinAsync(asStatic(joinP("g", rs[0].memberID, "a", "range"), "a"))
-	parked := h.joinAsync(asStatic(joinP("g", rs[1].memberID, "b", "range"), "b"))
+	cha := h.joinAsync(asStatic(joinP("g", rs[0].MemberID, "a", "range"), "a"))
+	parked := h.joinAsync(asStatic(joinP("g", rs[1].MemberID, "b", "range"), "b"))
 	if _, ok := pollReply(parked); ok {
 		t.Fatal("parked rejoin answered early")
 	}
 	nb := h.joinAsync(asStatic(joinP("g", "", "b", "range"), "b"))
-	wantGroupCode(t, "fenced parked join", mustReply(t, parked, "old b").code, kerr.FencedInstanceID.Code)
-	chc := h.joinAsync(asStatic(joinP("g", rs[2].memberID, "c", "range"), "c"))
+	wantGroupCode(t, "fenced parked join", mustReply(t, parked, "old b").Code, kerr.FencedInstanceID.Code)
+	chc := h.joinAsync(asStatic(joinP("g", rs[2].MemberID, "c", "range"), "c"))
 	ra, rnb, rc := mustReply(t, cha, "a"), mustReply(t, nb, "new b"), mustReply(t, chc, "c")
-	if ra.generation != 2 || rnb.generation != 2 || rc.generation != 2 || rnb.memberID == rs[1].memberID || len(ra.members) != 3 {
+	if ra.Generation != 2 || rnb.Generation != 2 || rc.Generation != 2 || rnb.MemberID == rs[1].MemberID || len(ra.Members) != 3 {
 		t.Fatalf("a %+v\nnew b %+v\nc %+v", ra, rnb, rc)
 	}
-	wantGroupCode(t, "old member id with the instance", h.joinNow(asStatic(joinP("g", rs[1].memberID, "b", "range"), "b")).code,
+	wantGroupCode(t, "old member id with the instance", h.joinNow(asStatic(joinP("g", rs[1].MemberID, "b", "range"), "b")).Code,
 		kerr.FencedInstanceID.Code)
 	inst := "b"
-	wantGroupCode(t, "old member id heartbeat", h.c.heartbeat("g", rs[1].memberID, &inst, 2), kerr.FencedInstanceID.Code)
+	wantGroupCode(t, "old member id heartbeat", h.c.heartbeat("g", rs[1].MemberID, &inst, 2), kerr.FencedInstanceID.Code)
 }
 
 func TestGroupStaticMemberSurvivesRebalanceUntilSessionEnds(t *testing.T) {
@@ -681,18 +681,18 @@ func TestGroupStaticMemberSurvivesRebalanceUntilSessionEnds(t *testing.T) {
 	chb := h.joinAsync(asStatic(joinP("g", "", "b", "range"), "b"))
 	h.clk.Advance(6 * time.Second)
 	ra, rb := mustReply(t, cha, "a"), mustReply(t, chb, "b")
-	h.syncNow("g", ra.memberID, 1, nil)
-	h.syncNow("g", rb.memberID, 1, nil)
+	h.syncNow("g", ra.MemberID, 1, nil)
+	h.syncNow("g", rb.MemberID, 1, nil)
 	// a rejoins; b is away (process down): the join phase ends at the
 	// rebalance timeout, keeping b.
-	cha = h.joinAsync(asStatic(joinP("g", ra.memberID, "a", "range"), "a"))
+	cha = h.joinAsync(asStatic(joinP("g", ra.MemberID, "a", "range"), "a"))
 	h.clk.Advance(9 * time.Second)
-	h.c.heartbeat("g", ra.memberID, nil, 1)
+	h.c.heartbeat("g", ra.MemberID, nil, 1)
 	h.clk.Advance(1 * time.Second) // b's session (10s) ends
-	if d, _ := h.c.describe("g"); len(d.members) != 1 {
+	if d, _ := h.c.describe("g"); len(d.Members) != 1 {
 		t.Fatalf("b not removed at session end: %+v", d)
 	}
-	if r := mustReply(t, cha, "a"); r.code != 0 || r.generation != 2 || len(r.members) != 1 {
+	if r := mustReply(t, cha, "a"); r.Code != 0 || r.Generation != 2 || len(r.Members) != 1 {
 		t.Fatalf("a %+v", r)
 	}
 }
@@ -703,14 +703,14 @@ func TestGroupLeaveByInstanceID(t *testing.T) {
 	h.clk.Advance(3 * time.Second)
 	ra := mustReply(t, cha, "a")
 	inst, other := "a", "zz"
-	_, codes := h.c.leave("g", []leaveIdentity{{instanceID: &other}, {instanceID: &inst}})
+	_, codes := h.c.leave("g", []LeaveIdentity{{InstanceID: &other}, {InstanceID: &inst}})
 	if !slices.Equal(codes, []int16{kerr.UnknownMemberID.Code, 0}) {
 		t.Fatalf("codes %v", codes)
 	}
-	if d, _ := h.c.describe("g"); d.state != "Empty" {
-		t.Fatalf("state %s", d.state)
+	if d, _ := h.c.describe("g"); d.State != "Empty" {
+		t.Fatalf("state %s", d.State)
 	}
-	wantGroupCode(t, "removed member", h.c.heartbeat("g", ra.memberID, &inst, 1), kerr.UnknownMemberID.Code)
+	wantGroupCode(t, "removed member", h.c.heartbeat("g", ra.MemberID, &inst, 1), kerr.UnknownMemberID.Code)
 }
 
 func TestGroupSupersededJoin(t *testing.T) {
@@ -718,9 +718,9 @@ func TestGroupSupersededJoin(t *testing.T) {
 	ids := h.stableGroup("g", 2)
 	first := h.joinAsync(joinP("g", ids[1], "m1", "range", "roundrobin")) // changed metadata: rebalance
 	second := h.joinAsync(joinP("g", ids[1], "m1", "range", "roundrobin"))
-	wantGroupCode(t, "superseded join", mustReply(t, first, "first").code, kerr.RebalanceInProgress.Code)
+	wantGroupCode(t, "superseded join", mustReply(t, first, "first").Code, kerr.RebalanceInProgress.Code)
 	h.joinAsync(joinP("g", ids[0], "m0", "range"))
-	if r := mustReply(t, second, "second"); r.code != 0 || r.generation != 2 {
+	if r := mustReply(t, second, "second"); r.Code != 0 || r.Generation != 2 {
 		t.Fatalf("second %+v", r)
 	}
 }
@@ -728,24 +728,24 @@ func TestGroupSupersededJoin(t *testing.T) {
 func TestGroupRejoinWithSameMetadataWhileCompleting(t *testing.T) {
 	h := newGroupHarness(t)
 	a := joinP("g", "", "a", "range")
-	a.memberID = h.memberID(a)
+	a.MemberID = h.memberID(a)
 	b := joinP("g", "", "b", "range")
-	b.memberID = h.memberID(b)
+	b.MemberID = h.memberID(b)
 	cha, chb := h.joinAsync(a), h.joinAsync(b)
 	h.clk.Advance(6 * time.Second)
 	mustReply(t, cha, "a")
 	mustReply(t, chb, "b")
 	// Both lost their answers and ask again: same generation, no rebalance.
 	ra, rb := h.joinNow(a), h.joinNow(b)
-	if ra.generation != 1 || len(ra.members) != 2 || rb.generation != 1 || len(rb.members) != 0 {
+	if ra.Generation != 1 || len(ra.Members) != 2 || rb.Generation != 1 || len(rb.Members) != 0 {
 		t.Fatalf("a %+v\nb %+v", ra, rb)
 	}
 	if h.state("g") != "CompletingRebalance" {
 		t.Fatalf("state %s", h.state("g"))
 	}
 	// A follower of a Stable group with unchanged metadata: same answer.
-	h.syncNow("g", a.memberID, 1, nil)
-	if r := h.joinNow(b); r.generation != 1 || r.code != 0 || h.state("g") != "Stable" {
+	h.syncNow("g", a.MemberID, 1, nil)
+	if r := h.joinNow(b); r.Generation != 1 || r.Code != 0 || h.state("g") != "Stable" {
 		t.Fatalf("stable follower rejoin %+v, state %s", r, h.state("g"))
 	}
 }
@@ -753,7 +753,7 @@ func TestGroupRejoinWithSameMetadataWhileCompleting(t *testing.T) {
 func TestGroupValidateCommit(t *testing.T) {
 	h := newGroupHarness(t)
 	wantGroupCode(t, "simple commit, unknown group", h.c.validateCommit("simple", "", -1, nil), 0)
-	if l := h.c.list(); len(l) != 1 || l[0].group != "simple" || l[0].protocolType != "" || l[0].state != groupEmpty {
+	if l := h.c.list(); len(l) != 1 || l[0].Group != "simple" || l[0].ProtocolType != "" || l[0].State != StateEmpty {
 		t.Fatalf("simple group listing %+v", l)
 	}
 	wantGroupCode(t, "generation commit, unknown group", h.c.validateCommit("nope", "m", 3, nil), kerr.IllegalGeneration.Code)
@@ -777,7 +777,11 @@ type fakeOffsetsDeleter struct {
 	err     error
 }
 
-func (d *fakeOffsetsDeleter) deleteGroupOffsets(_ context.Context, group string) error {
+func (d *fakeOffsetsDeleter) OffsetsErrorCode(error) (int16, uint32) {
+	return kerr.UnknownServerError.Code, 0
+}
+
+func (d *fakeOffsetsDeleter) DeleteGroupOffsets(_ context.Context, group string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.deleted = append(d.deleted, group)
@@ -807,7 +811,7 @@ func TestGroupDelete(t *testing.T) {
 	if code, _ := h.c.deleteGroup(ctx, "restarted"); code != 0 {
 		t.Fatalf("restarted: %d", code)
 	}
-	del.err = errGroupOffsetsNotFound
+	del.err = ErrNoOffsets
 	if code, _ := h.c.deleteGroup(ctx, "never"); code != kerr.GroupIDNotFound.Code {
 		t.Fatalf("never: %d", code)
 	}
@@ -828,11 +832,11 @@ func TestGroupEmptyGroupIsForgotten(t *testing.T) {
 	h.c.emptyRetention = time.Hour
 	h.c.validateCommit("simple", "", -1, nil)
 	ids := h.stableGroup("g", 1)
-	h.c.leave("g", []leaveIdentity{{memberID: ids[0]}})
+	h.c.leave("g", []LeaveIdentity{{MemberID: ids[0]}})
 	h.clk.Advance(59 * time.Minute)
 	h.c.validateCommit("simple", "", -1, nil) // in use: kept longer
 	h.clk.Advance(time.Minute)
-	if l := h.c.list(); len(l) != 1 || l[0].group != "simple" {
+	if l := h.c.list(); len(l) != 1 || l[0].Group != "simple" {
 		t.Fatalf("after an hour: %+v", l)
 	}
 	h.clk.Advance(time.Hour)
@@ -851,24 +855,24 @@ func TestGroupDescribeAndOffsetDeleteCheck(t *testing.T) {
 		return m.AppendTo(nil)
 	}
 	a := joinP("g", "", "a")
-	a.protocols = []groupProtocol{{Name: "range", Metadata: meta("t1", "t2")}}
-	a.memberID = h.memberID(a)
+	a.Protocols = []Protocol{{Name: "range", Metadata: meta("t1", "t2")}}
+	a.MemberID = h.memberID(a)
 	b := joinP("g", "", "b")
-	b.protocols = []groupProtocol{{Name: "range", Metadata: meta("t3")}}
-	b.memberID = h.memberID(b)
+	b.Protocols = []Protocol{{Name: "range", Metadata: meta("t3")}}
+	b.MemberID = h.memberID(b)
 	cha, chb := h.joinAsync(a), h.joinAsync(b)
-	if d, _ := h.c.describe("g"); d.state != "PreparingRebalance" || d.protocol != "" || len(d.members) != 2 || d.members[0].metadata != nil {
+	if d, _ := h.c.describe("g"); d.State != "PreparingRebalance" || d.Protocol != "" || len(d.Members) != 2 || d.Members[0].Metadata != nil {
 		t.Fatalf("preparing: %+v", d)
 	}
 	h.clk.Advance(6 * time.Second)
 	mustReply(t, cha, "a")
 	mustReply(t, chb, "b")
-	h.syncAsync("g", b.memberID, 1, nil)
-	h.syncNow("g", a.memberID, 1, map[string][]byte{a.memberID: []byte("A"), b.memberID: []byte("B")})
+	h.syncAsync("g", b.MemberID, 1, nil)
+	h.syncNow("g", a.MemberID, 1, map[string][]byte{a.MemberID: []byte("A"), b.MemberID: []byte("B")})
 	d, _ := h.c.describe("g")
-	if d.state != "Stable" || d.protocol != "range" || d.protocolType != "consumer" || len(d.members) != 2 ||
-		d.members[0].memberID != a.memberID || string(d.members[1].assignment) != "B" || d.members[0].clientID != "client-a" ||
-		d.members[0].clientHost != "/127.0.0.1" {
+	if d.State != "Stable" || d.Protocol != "range" || d.ProtocolType != "consumer" || len(d.Members) != 2 ||
+		d.Members[0].MemberID != a.MemberID || string(d.Members[1].Assignment) != "B" || d.Members[0].ClientID != "client-a" ||
+		d.Members[0].ClientHost != "/127.0.0.1" {
 		t.Fatalf("stable: %+v", d)
 	}
 	code, subscribed := h.c.offsetDeleteCheck("g")
@@ -884,8 +888,8 @@ func TestGroupDescribeAndOffsetDeleteCheck(t *testing.T) {
 	}
 	// A non-consumer group with members refuses offset deletion.
 	c := joinP("conn", "", "c", "x")
-	c.protocolType = "connect"
-	c.memberID = h.memberID(c)
+	c.ProtocolType = "connect"
+	c.MemberID = h.memberID(c)
 	h.joinAsync(c)
 	if code, _ := h.c.offsetDeleteCheck("conn"); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("connect group: %d", code)
@@ -907,12 +911,12 @@ func TestGroupSnapshotAdopt(t *testing.T) {
 		t.Fatal("adopting twice succeeded")
 	}
 	wantGroupCode(t, "heartbeat at the new coordinator", h2.c.heartbeat("g", ids[1], nil, 1), 0)
-	if r := h2.syncNow("g", ids[1], 1, nil); r.code != 0 || string(r.assignment) != "assign-"+ids[1] {
+	if r := h2.syncNow("g", ids[1], 1, nil); r.Code != 0 || string(r.Assignment) != "assign-"+ids[1] {
 		t.Fatalf("sync at the new coordinator %+v", r)
 	}
 	// Members that stop heartbeating are dropped there as well.
 	h2.clk.Advance(10 * time.Second)
-	if d, _ := h2.c.describe("g"); d.state != "Empty" {
+	if d, _ := h2.c.describe("g"); d.State != "Empty" {
 		t.Fatalf("after sessions ended: %+v", d)
 	}
 
@@ -926,7 +930,7 @@ func TestGroupSnapshotAdopt(t *testing.T) {
 }
 
 // checkGroupInvariants verifies a group's bookkeeping.
-func checkGroupInvariants(t *testing.T, c *groupCoordinator) {
+func checkGroupInvariants(t *testing.T, c *Coordinator) {
 	t.Helper()
 	c.mu.Lock()
 	gs := make([]*group, 0, len(c.groups))
@@ -964,7 +968,7 @@ func checkGroupInvariants(t *testing.T, c *groupCoordinator) {
 		if (g.leader == "") != (len(g.members) == 0) || (g.leader != "" && g.members[g.leader] == nil) {
 			t.Fatalf("group %s: leader %q of %d members", g.id, g.leader, len(g.members))
 		}
-		if g.state == groupEmpty && len(g.members) != 0 {
+		if g.state == StateEmpty && len(g.members) != 0 {
 			t.Fatalf("group %s: Empty with members", g.id)
 		}
 		g.mu.Unlock()
@@ -981,8 +985,8 @@ type simClient struct {
 	gen      int32
 	leader   bool
 	members  []string
-	join     chan joinResult
-	sync     chan syncResult
+	join     chan JoinResult
+	sync     chan SyncResult
 }
 
 // TestGroupRandomOperations drives simulated clients, random requests and
@@ -1010,7 +1014,7 @@ func randomGroupRun(t *testing.T, seed uint64) {
 		}
 		clients = append(clients, c)
 	}
-	var allJoins []chan joinResult
+	var allJoins []chan JoinResult
 	stable := 0
 	for step := range 3000 {
 		c := clients[rng.IntN(len(clients))]
@@ -1019,15 +1023,15 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			if cl.join != nil {
 				if r, ok := pollReply(cl.join); ok {
 					cl.join = nil
-					switch r.code {
+					switch r.Code {
 					case 0:
-						cl.memberID, cl.gen, cl.leader = r.memberID, r.generation, r.leader == r.memberID
+						cl.memberID, cl.gen, cl.leader = r.MemberID, r.Generation, r.Leader == r.MemberID
 						cl.members = cl.members[:0]
-						for _, m := range r.members {
-							cl.members = append(cl.members, m.memberID)
+						for _, m := range r.Members {
+							cl.members = append(cl.members, m.MemberID)
 						}
 					case kerr.MemberIDRequired.Code:
-						cl.memberID = r.memberID
+						cl.memberID = r.MemberID
 					case kerr.UnknownMemberID.Code, kerr.FencedInstanceID.Code:
 						cl.memberID = ""
 					}
@@ -1036,7 +1040,7 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			if cl.sync != nil {
 				if r, ok := pollReply(cl.sync); ok {
 					cl.sync = nil
-					if r.code == 0 {
+					if r.Code == 0 {
 						stable++
 					}
 				}
@@ -1045,9 +1049,9 @@ func randomGroupRun(t *testing.T, seed uint64) {
 		switch op := rng.IntN(12); {
 		case op < 3 && c.join == nil:
 			p := joinP(c.group, c.memberID, fmt.Sprint(step), protos[rng.IntN(len(protos))]...)
-			p.instanceID = c.instance
-			p.requireKnownID = rng.IntN(5) != 0
-			p.canSkipAssign = rng.IntN(2) == 0
+			p.InstanceID = c.instance
+			p.RequireKnownID = rng.IntN(5) != 0
+			p.CanSkipAssign = rng.IntN(2) == 0
 			c.join = h.joinAsync(p)
 			allJoins = append(allJoins, c.join)
 		case op < 5 && c.sync == nil:
@@ -1058,15 +1062,15 @@ func randomGroupRun(t *testing.T, seed uint64) {
 					assign[m] = []byte("a-" + m)
 				}
 			}
-			c.sync = make(chan syncResult, 1)
-			h.c.sync(syncParams{group: c.group, memberID: c.memberID, instanceID: c.instance, generation: c.gen, assignments: assign}, c.sync)
+			c.sync = make(chan SyncResult, 1)
+			h.c.sync(SyncParams{Group: c.group, MemberID: c.memberID, InstanceID: c.instance, Generation: c.gen, Assignments: assign}, c.sync)
 		case op < 7:
 			if h.c.heartbeat(c.group, c.memberID, c.instance, c.gen) == kerr.UnknownMemberID.Code && c.join == nil {
 				c.memberID = ""
 			}
 		case op == 7:
 			if rng.IntN(2) == 0 || c.instance == nil {
-				h.c.leave(c.group, []leaveIdentity{{memberID: c.memberID, instanceID: c.instance}})
+				h.c.leave(c.group, []LeaveIdentity{{MemberID: c.memberID, InstanceID: c.instance}})
 			}
 			c.memberID, c.join, c.sync = "", nil, nil // restart (a static member keeps its instance id)
 		case op == 8:
@@ -1074,8 +1078,8 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			other := clients[rng.IntN(len(clients))]
 			h.c.heartbeat(c.group, other.memberID, c.instance, int32(rng.IntN(5)))
 			h.c.validateCommit(c.group, other.memberID, int32(rng.IntN(5))-1, other.instance)
-			ch := make(chan syncResult, 1)
-			h.c.sync(syncParams{group: c.group, memberID: other.memberID, generation: int32(rng.IntN(5))}, ch)
+			ch := make(chan SyncResult, 1)
+			h.c.sync(SyncParams{Group: c.group, MemberID: other.memberID, Generation: int32(rng.IntN(5))}, ch)
 		case op == 9:
 			h.c.deleteGroup(context.Background(), c.group)
 			h.c.describe(c.group)
@@ -1092,7 +1096,7 @@ func randomGroupRun(t *testing.T, seed uint64) {
 	// Everyone leaves; after the timeouts every parked request has had
 	// exactly one answer and the groups are forgotten.
 	for _, c := range clients {
-		h.c.leave(c.group, []leaveIdentity{{memberID: c.memberID, instanceID: c.instance}})
+		h.c.leave(c.group, []LeaveIdentity{{MemberID: c.memberID, InstanceID: c.instance}})
 	}
 	h.clk.Advance(10 * time.Minute)
 	for i, ch := range allJoins {
