@@ -21,35 +21,24 @@ const (
 	scopeAdmin                   // CreateTopics, DeleteTopics, CreatePartitions, configs
 )
 
-// statusToKafka is the one Iggy-code -> Kafka-code table for business
-// outcomes that do not depend on the scope.
-var statusToKafka = map[icodec.Status]int16{
-	icodec.StatusResourceNotFound:          kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusStreamIDNotFound:          kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusStreamNameNotFound:        kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusTopicIDNotFound:           kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusTopicNameNotFound:         kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusPartitionNotFound:         kerr.UnknownTopicOrPartition.Code,
-	icodec.StatusUnsupportedOptionKey:      kerr.InvalidConfig.Code,
-	icodec.StatusInvalidOptionValue:        kerr.InvalidConfig.Code,
-	icodec.StatusInvalidTopicSize:          kerr.InvalidConfig.Code,
-	icodec.StatusTopicNameAlreadyExists:    kerr.TopicAlreadyExists.Code,
-	icodec.StatusTooManyPartitions:         kerr.InvalidPartitions.Code,
-	icodec.StatusInvalidPartitionsCount:    kerr.InvalidPartitions.Code,
-	icodec.StatusPartitionIDSpaceExhausted: kerr.InvalidPartitions.Code,
-	icodec.StatusPartitionsLimitReached:    kerr.InvalidPartitions.Code,
-	icodec.StatusInvalidTopicName:          kerr.InvalidTopicException.Code,
-	icodec.StatusTooBigUserHeaders:         kerr.MessageTooLarge.Code,
-	icodec.StatusTooBigMessagePayload:      kerr.MessageTooLarge.Code,
-	icodec.StatusInvalidConsumerGroupName:  kerr.InvalidGroupID.Code,
-	// Only offset stores meet 4100: a consumer-mode commit beyond the high
-	// watermark (KAFKA-ON-IGGY §6).
-	icodec.StatusInvalidOffset: kerr.OffsetOutOfRange.Code,
-
+// classToKafka is the one Iggy-to-Kafka table for business outcomes that
+// do not depend on the scope: the Kafka code of each error class of
+// schema/errors.yaml (icodec.Status.Class). The scoped classes (retriable,
+// unauthorized) are kafkaCode's.
+var classToKafka = [...]int16{
+	icodec.StatusClassNotFound:          kerr.UnknownTopicOrPartition.Code,
+	icodec.StatusClassInvalidConfig:     kerr.InvalidConfig.Code,
+	icodec.StatusClassTopicExists:       kerr.TopicAlreadyExists.Code,
+	icodec.StatusClassInvalidPartitions: kerr.InvalidPartitions.Code,
+	icodec.StatusClassInvalidName:       kerr.InvalidTopicException.Code,
+	icodec.StatusClassTooLarge:          kerr.MessageTooLarge.Code,
+	icodec.StatusClassInvalidGroup:      kerr.InvalidGroupID.Code,
+	// Only offset stores meet 4100 InvalidOffset: a consumer-mode commit
+	// beyond the high watermark (KAFKA-ON-IGGY §6).
+	icodec.StatusClassInvalidOffset: kerr.OffsetOutOfRange.Code,
 	// Iggy's id spaces (4096 topics per stream, 1048576 streams) limit
 	// creation cluster-wide: Kafka reports such limits as policy refusals.
-	icodec.StatusTooManyTopics:  kerr.PolicyViolation.Code,
-	icodec.StatusTooManyStreams: kerr.PolicyViolation.Code,
+	icodec.StatusClassLimit: kerr.PolicyViolation.Code,
 }
 
 // kafkaCode maps an error from the Iggy client to the Kafka error code a
@@ -92,8 +81,8 @@ func kafkaCode(err error, scope errScope) int16 {
 	}
 	var st icodec.Status
 	if errors.As(err, &st) {
-		if code, ok := statusToKafka[st]; ok {
-			return code
+		if c := int(st.Class()); c < len(classToKafka) && classToKafka[c] != 0 {
+			return classToKafka[c]
 		}
 	}
 	return kerr.UnknownServerError.Code

@@ -341,6 +341,13 @@ func (s *Schema) resolve() error {
 		if err := needDoc(e.Pos, "error "+e.Name, e.Doc); err != nil {
 			return err
 		}
+		if e.Class != "" && errorClassIndex(e.Class) < 0 {
+			names := make([]string, len(errorClasses))
+			for i, c := range errorClasses {
+				names[i] = c.Name
+			}
+			return errAt(e.Pos, "error %q: class %q is not one of %s", e.Name, e.Class, strings.Join(names, ", "))
+		}
 	}
 	for _, c := range s.Commands {
 		for _, r := range c.Errors {

@@ -542,11 +542,26 @@ func (s *Schema) emitErrors() string {
 	}
 	b.p(")")
 	b.p("")
+	b.p("// StatusClass is what a client makes of an error code (the class: of schema/errors.yaml).")
+	b.p("type StatusClass uint8")
+	b.p("")
+	b.p("// Error classes.")
+	b.p("const (")
+	b.p("\t// StatusClassNone: no class; a code a client cannot do more with than report.")
+	b.p("\tStatusClassNone StatusClass = iota")
+	for _, c := range errorClasses {
+		id := "StatusClass" + goName(c.Name)
+		b.WriteString(comment(id+": "+c.Doc+".", "\t"))
+		b.p("\t%s", id)
+	}
+	b.p(")")
+	b.p("")
 	b.p("// StatusMeta describes one error code.")
 	b.p("type StatusMeta struct {")
 	b.p("\tCode    Status // numeric code")
 	b.p("\tName    string // upstream name, e.g. StreamIdNotFound")
 	b.p("\tGateway bool   // a code the Kafka gateway is expected to meet")
+	b.p("\tClass   StatusClass // what a client makes of it")
 	b.p("\tSince   ProtocolVersion // first protocol with the code (0 = all)")
 	b.p("}")
 	b.p("")
@@ -555,7 +570,7 @@ func (s *Schema) emitErrors() string {
 	list := append([]*ErrorDef(nil), s.Errors.Errors...)
 	sort.Slice(list, func(i, j int) bool { return list[i].Code < list[j].Code })
 	for _, e := range list {
-		b.p("\t{Code: %d, Name: %q, Gateway: %v, Since: %s},", e.Code, e.Name, e.Gateway, s.protoExpr(e.Since))
+		b.p("\t{Code: %d, Name: %q, Gateway: %v, Class: %s, Since: %s},", e.Code, e.Name, e.Gateway, classExpr(e.Class), s.protoExpr(e.Since))
 	}
 	b.p("}")
 	b.p("")
@@ -568,6 +583,14 @@ func (s *Schema) emitErrors() string {
 	}
 	b.p("\t}")
 	b.p("\treturn nil, false")
+	b.p("}")
+	b.p("")
+	b.p("// Class returns the class of s (StatusClassNone for an unknown code).")
+	b.p("func (s Status) Class() StatusClass {")
+	b.p("\tif m, ok := s.Meta(); ok {")
+	b.p("\t\treturn m.Class")
+	b.p("\t}")
+	b.p("\treturn StatusClassNone")
 	b.p("}")
 	b.p("")
 	b.p("// Name returns the upstream name of s, or Status(n) for an unknown code.")
@@ -740,4 +763,23 @@ func (s *Schema) emitSupport(b *buf) {
 	b.p("\treturn &wire.DecodeError{Message: msg, Field: wire.Join(path, field), Offset: -1, Err: err, Detail: detail}")
 	b.p("}")
 	b.p("")
+}
+
+// errorClassIndex returns the position of class in errorClasses, -1 when
+// it is not one.
+func errorClassIndex(class string) int {
+	for i, c := range errorClasses {
+		if c.Name == class {
+			return i
+		}
+	}
+	return -1
+}
+
+// classExpr is the Go constant of an error class.
+func classExpr(class string) string {
+	if class == "" {
+		return "StatusClassNone"
+	}
+	return "StatusClass" + goName(class)
 }

@@ -103,6 +103,7 @@ func TestSchemaErrors(t *testing.T) {
 		{"length_of order", "commands/streams/create_stream.yaml", "length_of: [name, entries]", "length_of: [entries, name]", "length_of must list the fields that directly follow"},
 		{"wrong file name", "commands/system/ping.yaml", "command: ping", "command: pong", "must live in a file named pong.yaml"},
 		{"bad error ref", "commands/streams/create_stream.yaml", "{code: 1009, channel: result}", "{code: 9999, channel: result}", "error code 9999 is not in errors.yaml"},
+		{"bad error class", "errors.yaml", "class: not_found", "class: missing", "error \"StreamIdNotFound\": class \"missing\" is not one of retriable, not_found"},
 		{"yaml type mismatch", "commands/system/ping.yaml", "code: 1\n", "code: one\n", "ping.yaml:2: cannot unmarshal"},
 	}
 	for _, tc := range cases {

@@ -266,6 +266,22 @@ type ErrorsFile struct {
 	Errors []*ErrorDef `yaml:"errors"`
 }
 
+// errorClasses are the values of ErrorDef.Class, in the order of the
+// generated StatusClass constants (0 is StatusClassNone), each with its doc.
+var errorClasses = []struct{ Name, Doc string }{
+	{"retriable", "transient or session trouble: the same call may succeed when tried again"},
+	{"not_found", "the stream, topic or partition does not exist"},
+	{"unauthorized", "an authorization or authentication refusal that a retry does not fix"},
+	{"invalid_config", "an option key, value or size the server refuses"},
+	{"topic_exists", "a topic of that name exists already"},
+	{"invalid_partitions", "a partition count or id space the server refuses"},
+	{"invalid_name", "a topic name the server refuses"},
+	{"too_large", "a message or its headers are too large"},
+	{"invalid_group", "a consumer group name the server refuses"},
+	{"invalid_offset", "an offset beyond what the partition holds"},
+	{"limit", "a server-wide limit on streams or topics is reached"},
+}
+
 // ErrorDef is one Iggy error code.
 type ErrorDef struct {
 	Pos     `yaml:"-"`
@@ -273,7 +289,10 @@ type ErrorDef struct {
 	Code    uint32 `yaml:"code"`
 	Doc     string `yaml:"doc"`
 	Gateway bool   `yaml:"gateway"`
-	Since   string `yaml:"since"`
+	// Class is what a client makes of the code (errorClasses): retriable,
+	// not_found, unauthorized, or the kind of refusal; "" for none.
+	Class string `yaml:"class"`
+	Since string `yaml:"since"`
 	Until   string `yaml:"until"`
 }
 

@@ -75,12 +75,12 @@ func (e *Error) Is(target error) bool { return target == ErrNotSent && !e.Sent }
 // Retriable reports whether the same call may succeed when tried again:
 // timeouts, lost sessions, protocol errors (the session is replaced),
 // requests that were not sent for want of a session, evictions and the
-// codes Iggy uses for transient or session trouble (8 Disconnected, 9,
-// 30 StaleClient, 31, 40 Unauthenticated, 57/58 transient). Everything else
-// (authorization and credentials — even when they came as an eviction —,
-// incompatible protocol, not-found, validation, ErrClosed) is not
-// retriable. A
-// retried send may be stored twice unless errors.Is(err, ErrNotSent).
+// codes of class retriable in schema/errors.yaml (transient or session
+// trouble: 8 Disconnected, 9, 30 StaleClient, 31, 40 Unauthenticated, 57/58
+// transient). Everything else (class unauthorized — even when it came as an
+// eviction —, incompatible protocol, not-found, validation, ErrClosed) is
+// not retriable. A retried send may be stored twice unless
+// errors.Is(err, ErrNotSent).
 func Retriable(err error) bool {
 	switch {
 	case err == nil, errors.Is(err, ErrClosed), errors.Is(err, context.Canceled),
@@ -91,15 +91,8 @@ func Retriable(err error) bool {
 		errors.Is(err, icodec.ErrEmptySendReply):
 		return true
 	}
-	var st icodec.Status
-	if errors.As(err, &st) {
-		switch st {
-		case icodec.StatusDisconnected, icodec.StatusCannotEstablishConnection, icodec.StatusStaleClient,
-			icodec.StatusTCPError, icodec.StatusUnauthenticated,
-			icodec.StatusTransientNotCommitted, icodec.StatusTransientNotAccepted:
-			return true
-		}
-		return false
+	if st, ok := status(err); ok {
+		return st.Class() == icodec.StatusClassRetriable
 	}
 	// A request that never left for a reason other than the above (for
 	// instance no session was up) can be retried.
@@ -113,31 +106,31 @@ func IsTimeout(err error) bool {
 }
 
 // IsNotFound reports whether err says the stream, topic or partition does
-// not exist: ErrNotFound, 20 ResourceNotFound (what SEND_MESSAGES and the
-// offset writes return), 1009 StreamIdNotFound, 2010 TopicIdNotFound and
-// 3007 PartitionNotFound.
+// not exist: ErrNotFound, or a code of class not_found in
+// schema/errors.yaml (20 ResourceNotFound, what SEND_MESSAGES and the
+// offset writes return; the stream, topic and partition id and name
+// not-found codes).
 func IsNotFound(err error) bool {
 	if errors.Is(err, ErrNotFound) {
 		return true
 	}
-	var st icodec.Status
-	if !errors.As(err, &st) {
-		return false
-	}
-	switch st {
-	case icodec.StatusResourceNotFound, icodec.StatusStreamIDNotFound,
-		icodec.StatusTopicIDNotFound, icodec.StatusPartitionNotFound:
-		return true
-	}
-	return false
+	st, ok := status(err)
+	return ok && st.Class() == icodec.StatusClassNotFound
 }
 
 // IsUnauthorized reports whether err is an authorization or authentication
-// refusal that a retry does not fix: 41 Unauthorized, 42 InvalidCredentials,
-// 53 InvalidPersonalAccessToken.
+// refusal that a retry does not fix: a code of class unauthorized in
+// schema/errors.yaml (41 Unauthorized, 42 InvalidCredentials, 53
+// InvalidPersonalAccessToken).
 func IsUnauthorized(err error) bool {
-	return errors.Is(err, icodec.StatusUnauthorized) || errors.Is(err, icodec.StatusInvalidCredentials) ||
-		errors.Is(err, icodec.StatusInvalidPersonalAccessToken)
+	st, ok := status(err)
+	return ok && st.Class() == icodec.StatusClassUnauthorized
+}
+
+// status returns the Iggy error code err carries.
+func status(err error) (icodec.Status, bool) {
+	var st icodec.Status
+	return st, errors.As(err, &st)
 }
 
 // ctxCause is the cause recorded when the caller's context ends: a passed

@@ -19,19 +19,51 @@ const (
 	StatusStreamIDNotFound Status = 1009
 )
 
+// StatusClass is what a client makes of an error code (the class: of schema/errors.yaml).
+type StatusClass uint8
+
+// Error classes.
+const (
+	// StatusClassNone: no class; a code a client cannot do more with than report.
+	StatusClassNone StatusClass = iota
+	// StatusClassRetriable: transient or session trouble: the same call may succeed when tried again.
+	StatusClassRetriable
+	// StatusClassNotFound: the stream, topic or partition does not exist.
+	StatusClassNotFound
+	// StatusClassUnauthorized: an authorization or authentication refusal that a retry does not fix.
+	StatusClassUnauthorized
+	// StatusClassInvalidConfig: an option key, value or size the server refuses.
+	StatusClassInvalidConfig
+	// StatusClassTopicExists: a topic of that name exists already.
+	StatusClassTopicExists
+	// StatusClassInvalidPartitions: a partition count or id space the server refuses.
+	StatusClassInvalidPartitions
+	// StatusClassInvalidName: a topic name the server refuses.
+	StatusClassInvalidName
+	// StatusClassTooLarge: a message or its headers are too large.
+	StatusClassTooLarge
+	// StatusClassInvalidGroup: a consumer group name the server refuses.
+	StatusClassInvalidGroup
+	// StatusClassInvalidOffset: an offset beyond what the partition holds.
+	StatusClassInvalidOffset
+	// StatusClassLimit: a server-wide limit on streams or topics is reached.
+	StatusClassLimit
+)
+
 // StatusMeta describes one error code.
 type StatusMeta struct {
 	Code    Status          // numeric code
 	Name    string          // upstream name, e.g. StreamIdNotFound
 	Gateway bool            // a code the Kafka gateway is expected to meet
+	Class   StatusClass     // what a client makes of it
 	Since   ProtocolVersion // first protocol with the code (0 = all)
 }
 
 // Statuses lists every known error code in code order.
 var Statuses = [...]StatusMeta{
-	{Code: 3, Name: "InvalidCommand", Gateway: false, Since: 0},
-	{Code: 40, Name: "Unauthenticated", Gateway: true, Since: 0},
-	{Code: 1009, Name: "StreamIdNotFound", Gateway: true, Since: 0},
+	{Code: 3, Name: "InvalidCommand", Gateway: false, Class: StatusClassNone, Since: 0},
+	{Code: 40, Name: "Unauthenticated", Gateway: true, Class: StatusClassNone, Since: 0},
+	{Code: 1009, Name: "StreamIdNotFound", Gateway: true, Class: StatusClassNotFound, Since: 0},
 }
 
 // Meta returns the table entry of s.
@@ -45,6 +77,14 @@ func (s Status) Meta() (*StatusMeta, bool) {
 		return &Statuses[2], true
 	}
 	return nil, false
+}
+
+// Class returns the class of s (StatusClassNone for an unknown code).
+func (s Status) Class() StatusClass {
+	if m, ok := s.Meta(); ok {
+		return m.Class
+	}
+	return StatusClassNone
 }
 
 // Name returns the upstream name of s, or Status(n) for an unknown code.
