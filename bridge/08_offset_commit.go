@@ -42,8 +42,10 @@ package bridge
 // (external-group), STORE_CONSUMER_OFFSET (121), DELETE_CONSUMER_OFFSET
 // (122). Consumer mode: a
 // commit of 0 is a store (marker) and a delete (main key); a commit N > 0
-// is a store, plus a delete of the marker on a key's first commit in the
-// process and then at most once a minute; a negative offset two deletes.
+// is a store, plus a delete of the marker when this process stored it, or
+// a read of it (and a delete only when it is there) on a key's first
+// commit in the process and then at most once a minute; a negative offset
+// clears the marker the same way and deletes the main key.
 
 import (
 	"context"

@@ -46,7 +46,8 @@ package bridge
 //   - v7: TopicID in the answer
 //
 // Iggy commands: GET_STREAM (200), GET_TOPIC (300), GET_TOPICS (301, for the
-// collision check), CREATE_STREAM (202), CREATE_TOPIC (302).
+// collision check), CREATE_STREAM (202, only while the client does not know
+// the stream exists), CREATE_TOPIC (302).
 
 import (
 	"context"
@@ -157,10 +158,7 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		fillCreated(&st, set, uint32(partitions), b.brokerDefaults())
 		return st
 	}
-	if err := b.ensureStream(ctx, ref.Stream); err != nil {
-		return iggyFail(err)
-	}
-	info, err := b.iggy.CreateTopic(ctx, ref, uint32(partitions), opts)
+	info, err := b.createIggyTopic(ctx, ref, uint32(partitions), opts)
 	switch {
 	case errors.Is(err, icodec.StatusTopicNameAlreadyExists):
 		return createTopicError(name, kerr.TopicAlreadyExists.Code, fmt.Sprintf("Topic '%s' already exists.", name))

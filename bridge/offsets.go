@@ -23,12 +23,17 @@ package bridge
 //     (stored first, then the main key deleted). Reads take the main key
 //     and only when it is absent the marker (0), so a partition whose main
 //     key exists costs no extra call. A commit N > 0 stores the main key,
-//     then deletes the marker unless this process deleted it less than
-//     markerRecheck ago (a leftover marker behind a main key changes no
-//     read, it only pins retention at 0, so the first commit of a key in
-//     a process, and one a minute after, deletes it again). A negative
-//     commit, OffsetDelete and DeleteGroups delete the marker, then the
-//     main key. Iggy refuses offset 0 on a partition that never had a
+//     then clears the marker (clearMarker): a delete when this process
+//     stored it; when it does not know (the key's first commit in the
+//     process, or markerRecheck after it last saw none: another sidecar
+//     may have committed 0) a GET_CONSUMER_OFFSET of it and a delete only
+//     when one is stored; nothing when it saw none less than markerRecheck
+//     ago. A leftover marker behind a main key changes no read, it only
+//     pins retention at 0. A real server logs every delete of a missing
+//     offset ("rejecting delete_consumer_offset for missing offset"), so
+//     none is sent blindly. A negative commit, OffsetDelete and
+//     DeleteGroups clear the marker the same way (always reading it when
+//     this process did not store it), then delete the main key. Iggy refuses offset 0 on a partition that never had a
 //     message (4100): there a commit of 0 only deletes the main key and
 //     reads back as -1, which positions a consumer the same way as 0
 //     while the partition stays empty (earliest = latest = 0); records
@@ -273,10 +278,9 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 		if mode == offsetModeConsumer {
 			// The marker first: a failure in between leaves the main key,
 			// which reads as before.
-			if err := s.deleteKey(ctx, ref, uint32(partition), markerOf(group)); err != nil {
+			if err := s.clearMarker(ctx, sl, group, ref, uint32(partition), true); err != nil {
 				return err
 			}
-			sl.markerGone = time.Now()
 		}
 		err := s.write(ctx, mode, group, ref, partition, -1)
 		if mode == offsetModeExternal && groupMissing(err) {
@@ -318,7 +322,7 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 		// which reads as before.
 		switch err := s.b.iggy.StoreOffset(ctx, ref, p, markerOf(group), 0); {
 		case err == nil:
-			sl.markerGone = time.Time{}
+			sl.markerStored, sl.markerGone = true, time.Time{}
 		case errors.Is(err, icodec.StatusInvalidOffset):
 			// The partition never had a message: nothing to mark; -1 and
 			// 0 position a consumer alike there.
@@ -330,18 +334,39 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 	if err := s.write(ctx, offsetModeConsumer, group, ref, partition, offset); err != nil {
 		return err
 	}
-	if !sl.markerGone.IsZero() && time.Since(sl.markerGone) < markerRecheck {
-		return nil
-	}
-	if err := s.deleteKey(ctx, ref, p, markerOf(group)); err != nil {
+	if err := s.clearMarker(ctx, sl, group, ref, p, false); err != nil {
 		// The commit itself is stored and reads back; a leftover marker
 		// only pins retention, and the next commit tries again.
 		s.b.log.Warn().Err(err).Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
 			Int32("partition", partition).Uint32("iggy_code", iggyCode(err)).
 			Msg("offsets: deleting the zero marker failed")
-		return nil
 	}
-	sl.markerGone = time.Now()
+	return nil
+}
+
+// clearMarker deletes the key's zero marker when one may be stored (see
+// the top of this file): at once when this process stored it, after a read
+// that finds it when the process does not know (always with recheck, for
+// the removals), not at all when it saw none less than markerRecheck ago.
+// Called under the key's slot lock.
+func (s *offsetStore) clearMarker(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition uint32, recheck bool) error {
+	if !sl.markerStored {
+		if !recheck && !sl.markerGone.IsZero() && time.Since(sl.markerGone) < markerRecheck {
+			return nil
+		}
+		_, found, err := s.b.iggy.GetOffset(ctx, ref, partition, markerOf(group))
+		if err != nil && !iggy.IsNotFound(err) {
+			return err
+		}
+		if !found {
+			sl.markerGone = time.Now()
+			return nil
+		}
+	}
+	if err := s.deleteKey(ctx, ref, partition, markerOf(group)); err != nil {
+		return err
+	}
+	sl.markerStored, sl.markerGone = false, time.Now()
 	return nil
 }
 
@@ -680,9 +705,12 @@ type commitSlot struct {
 	users int        // goroutines holding or waiting for mu (guarded by commitOrder.mu)
 	last  commitTicket
 	used  time.Time // guarded by commitOrder.mu
-	// markerGone is when this process last deleted the key's zero marker
-	// (consumer mode); zero when it may exist. Guarded by mu.
-	markerGone time.Time
+	// markerStored: this process stored the key's zero marker (consumer
+	// mode) and has not deleted it since. markerGone is when it last
+	// deleted the marker or saw none; zero when it does not know. Guarded
+	// by mu.
+	markerStored bool
+	markerGone   time.Time
 }
 
 // run calls write for key, with the key's slot locked, unless a later

@@ -33,7 +33,8 @@ type stackOpts struct {
 	client    iggy.Config
 	bridge    bridge.Config
 	proxy     proxy.Config
-	bridgeLog io.Writer // also gets the bridge's log lines (warn and up)
+	bridgeLog   io.Writer    // also gets the bridge's log lines (warn and up)
+	iggyMetrics iggy.Metrics // receives the Iggy client's measurements
 }
 
 // startStack starts a stack on loopback ports and stops it when the test ends.
@@ -67,7 +68,11 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	o.client.Address = srv.Addr().String()
-	cl, err := iggy.New(o.client, log.With().Str("component", "iggy").Logger())
+	var iopts []iggy.Option
+	if o.iggyMetrics != nil {
+		iopts = append(iopts, iggy.WithMetrics(o.iggyMetrics))
+	}
+	cl, err := iggy.New(o.client, log.With().Str("component", "iggy").Logger(), iopts...)
 	if err != nil {
 		t.Fatal(err)
 	}

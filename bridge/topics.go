@@ -98,13 +98,10 @@ func (b *Bridge) ensureTopic(ctx context.Context, name string, partitions int32)
 	if err == nil || !iggy.IsNotFound(err) {
 		return info, err
 	}
-	if err := b.ensureStream(ctx, ref.Stream); err != nil {
-		return nil, err
-	}
 	if partitions <= 0 {
 		partitions = b.cfg.Topics.DefaultPartitions
 	}
-	info, err = b.iggy.CreateTopic(ctx, ref, uint32(partitions), b.topics.opts)
+	info, err = b.createIggyTopic(ctx, ref, uint32(partitions), b.topics.opts)
 	if errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
 		return b.iggy.RefreshTopic(ctx, ref)
 	}
@@ -114,13 +111,22 @@ func (b *Bridge) ensureTopic(ctx context.Context, name string, partitions int32)
 	return info, err
 }
 
-// ensureStream creates a stream unless it exists.
-func (b *Bridge) ensureStream(ctx context.Context, stream string) error {
-	_, err := b.iggy.CreateStream(ctx, stream)
-	if err == nil || errors.Is(err, icodec.StatusStreamNameAlreadyExists) {
-		return nil
+// createIggyTopic creates Iggy topic ref, and its stream first unless the
+// client knows it exists (no CREATE_STREAM per topic): when the stream
+// turns out to be gone (an operator deleted it), it is created and the
+// topic tried once more.
+func (b *Bridge) createIggyTopic(ctx context.Context, ref iggy.TopicRef, partitions uint32, opts icodec.Options) (*iggy.TopicInfo, error) {
+	if _, err := b.iggy.EnsureStream(ctx, ref.Stream); err != nil {
+		return nil, err
 	}
-	return err
+	info, err := b.iggy.CreateTopic(ctx, ref, partitions, opts)
+	if err != nil && iggy.StreamMissing(err) {
+		if _, err := b.iggy.EnsureStream(ctx, ref.Stream); err != nil {
+			return nil, err
+		}
+		info, err = b.iggy.CreateTopic(ctx, ref, partitions, opts)
+	}
+	return info, err
 }
 
 // listTopics returns every Kafka topic: the topics of the default stream

@@ -175,6 +175,32 @@ func (c *Client) CreateStream(ctx context.Context, name string) (uint32, error) 
 	return sr.ID, nil
 }
 
+// EnsureStream makes sure the named stream exists and returns its id. A
+// stream this client created, found or looked up before costs no call
+// (whatever the entry's age); otherwise it sends CREATE_STREAM, and on
+// StreamNameAlreadyExists GET_STREAM. A stream deleted behind the client's
+// back is forgotten when CreateTopic meets it missing.
+func (c *Client) EnsureStream(ctx context.Context, name string) (uint32, error) {
+	c.meta.mu.Lock()
+	e, ok := c.meta.streams[name]
+	c.meta.mu.Unlock()
+	if ok {
+		return e.id, nil
+	}
+	id, err := c.CreateStream(ctx, name)
+	if errors.Is(err, icodec.StatusStreamNameAlreadyExists) {
+		return c.streamID(ctx, name)
+	}
+	return id, err
+}
+
+// forgetStream drops the named stream's cache entry.
+func (c *Client) forgetStream(name string) {
+	c.meta.mu.Lock()
+	delete(c.meta.streams, name)
+	c.meta.mu.Unlock()
+}
+
 // CreateTopic creates topic t with partitions partitions (0-1000) and the
 // given topic options, caches and returns it. An existing name fails with
 // an error matching icodec.StatusTopicNameAlreadyExists; a missing stream
@@ -187,6 +213,9 @@ func (c *Client) CreateTopic(ctx context.Context, t TopicRef, partitions uint32,
 	var d icodec.TopicDetails
 	req := &icodec.CreateTopicRequest{StreamID: t.StreamID(), PartitionsCount: partitions, Name: t.Topic, Options: options}
 	if err := c.Do(ctx, req, &d); err != nil {
+		if StreamMissing(err) {
+			c.forgetStream(t.Stream)
+		}
 		return nil, err
 	}
 	ti := &TopicInfo{Ref: t, StreamID: sid, TopicID: d.ID, PartitionsCount: d.PartitionsCount, Details: d, FetchedAt: time.Now()}
@@ -194,6 +223,13 @@ func (c *Client) CreateTopic(ctx context.Context, t TopicRef, partitions uint32,
 	c.meta.topics[t] = ti
 	c.meta.mu.Unlock()
 	return ti, nil
+}
+
+// StreamMissing reports whether a CREATE_TOPIC failed because its stream
+// does not exist.
+func StreamMissing(err error) bool {
+	return errors.Is(err, icodec.StatusStreamIDNotFound) || errors.Is(err, icodec.StatusStreamNameNotFound) ||
+		errors.Is(err, ErrNotFound)
 }
 
 // invalidateOnNotFound drops t's cache entry when err says it is gone.
