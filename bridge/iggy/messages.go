@@ -1,11 +1,9 @@
 package iggy
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/valyala/bytebufferpool"
-	"github.com/zeebo/xxh3"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
@@ -28,10 +26,11 @@ const MaxMessageSize = icodec.MaxFrameSize - sendOverhead
 // Get one from Client.NewMessages, Add messages, then either hand it to
 // Client.Send (which takes ownership and recycles it) or call Release.
 //
-// Frames are written as Iggy message frames (§4.2) whose offset_delta,
-// timestamp_delta and checksum are left open: the client fills them in only
-// once it knows which Iggy batch the frames leave in (several Sends to one
-// partition may be coalesced into one batch), so each frame is hashed once.
+// Frames are written as open Iggy message frames (icodec.AppendOpenFrame:
+// offset_delta, timestamp_delta and checksum left open): the client seals
+// them (icodec.BatchSealer) only once it knows which Iggy batch the frames
+// leave in (several Sends to one partition may be coalesced into one
+// batch), so each frame is hashed once.
 // A Messages is not safe for concurrent use.
 type Messages struct {
 	pool  *bytebufferpool.Pool
@@ -69,17 +68,9 @@ func (m *Messages) Add(id wire.U128, originTimestamp uint64, payload, userHeader
 	if m.buf == nil {
 		m.buf = m.getBuf()
 	}
-	var hdr [icodec.MessageHeaderSize]byte
-	// The checksum slot carries the origin timestamp until the batch is
-	// sealed (sealBatch turns it into timestamp_delta and the checksum).
-	binary.LittleEndian.PutUint64(hdr[icodec.MessageHeaderChecksumOffset:], originTimestamp)
-	binary.LittleEndian.PutUint64(hdr[icodec.MessageHeaderIDOffset:], id.Lo)
-	binary.LittleEndian.PutUint64(hdr[icodec.MessageHeaderIDOffset+8:], id.Hi)
-	binary.LittleEndian.PutUint32(hdr[icodec.MessageHeaderUserHeadersLengthOffset:], uint32(len(userHeaders)))
-	binary.LittleEndian.PutUint32(hdr[icodec.MessageHeaderPayloadLengthOffset:], uint32(len(payload)))
-	b := append(m.buf.B, hdr[:]...)
-	b = append(b, payload...)
-	m.buf.B = append(b, userHeaders...)
+	// An open frame: the batch it leaves in is sealed later
+	// (icodec.BatchSealer, in the session).
+	m.buf.B = icodec.AppendOpenFrame(m.buf.B, id, originTimestamp, payload, userHeaders)
 	if m.n == 0 {
 		m.minTS, m.maxTS = originTimestamp, originTimestamp
 	} else {
@@ -138,67 +129,4 @@ func (m *Messages) frames() []byte {
 		return nil
 	}
 	return m.buf.B
-}
-
-// frameLen returns the length of the message frame at the start of b
-// (header, payload, user headers). Frames built by Add always fit.
-func frameLen(b []byte) int {
-	return icodec.MessageHeaderSize +
-		int(binary.LittleEndian.Uint32(b[icodec.MessageHeaderPayloadLengthOffset:])) +
-		int(binary.LittleEndian.Uint32(b[icodec.MessageHeaderUserHeadersLengthOffset:]))
-}
-
-// batchSealer completes an Iggy batch whose frames come from one or more
-// Messages buffers: it numbers the frames, turns their origin timestamps into
-// timestamp deltas, computes every frame checksum and the batch checksum
-// (§4.3), all in one pass over the frames, in place.
-type batchSealer struct {
-	h    *xxh3.Hasher
-	sums [256]byte
-}
-
-// seal fills the 256-byte batch header hdr for the frames in segs (count
-// frames in total, origin timestamps from minTS) and patches the frames.
-// blobLen is the total length of segs.
-func (s *batchSealer) seal(hdr []byte, segs [][]byte, count uint32, minTS uint64, blobLen int) {
-	clear(hdr[:icodec.BatchHeaderSize])
-	length := uint64(icodec.BatchHeaderSize + blobLen)
-	binary.LittleEndian.PutUint64(hdr[icodec.BatchHeaderOriginTimestampOffset:], minTS)
-	binary.LittleEndian.PutUint64(hdr[icodec.BatchHeaderBatchLengthOffset:], length)
-	binary.LittleEndian.PutUint32(hdr[icodec.BatchHeaderMessageCountOffset:], count)
-
-	if s.h == nil {
-		s.h = xxh3.New()
-	}
-	s.h.Reset()
-	// partition_id, base_offset, base_timestamp (zero), origin_timestamp,
-	// batch_length, message_count.
-	var f [44]byte
-	binary.LittleEndian.PutUint64(f[24:], minTS)
-	binary.LittleEndian.PutUint64(f[32:], length)
-	binary.LittleEndian.PutUint32(f[40:], count)
-	_, _ = s.h.Write(f[:])
-
-	k := 0
-	idx := uint32(0)
-	for _, seg := range segs {
-		for off := 0; off < len(seg); {
-			fr := seg[off:]
-			n := frameLen(fr)
-			ts := binary.LittleEndian.Uint64(fr[icodec.MessageHeaderChecksumOffset:])
-			binary.LittleEndian.PutUint32(fr[icodec.MessageHeaderOffsetDeltaOffset:], idx)
-			binary.LittleEndian.PutUint32(fr[icodec.MessageHeaderTimestampDeltaOffset:], uint32(ts-minTS))
-			sum := xxh3.Hash(fr[icodec.MessageHeaderIDOffset:n])
-			binary.LittleEndian.PutUint64(fr[icodec.MessageHeaderChecksumOffset:], sum)
-			binary.LittleEndian.PutUint64(s.sums[k:], sum)
-			if k += 8; k == len(s.sums) {
-				_, _ = s.h.Write(s.sums[:])
-				k = 0
-			}
-			idx++
-			off += n
-		}
-	}
-	_, _ = s.h.Write(s.sums[:k])
-	binary.LittleEndian.PutUint64(hdr[icodec.BatchHeaderBatchChecksumOffset:], s.h.Sum64())
 }

@@ -38,8 +38,8 @@ func sealTo(segs [][]byte, count uint32, minTS uint64) []byte {
 		blob += len(s)
 	}
 	rec := make([]byte, icodec.BatchHeaderSize, icodec.BatchHeaderSize+blob)
-	var s batchSealer
-	s.seal(rec, segs, count, minTS, blob)
+	var s icodec.BatchSealer
+	s.Seal(rec, segs, count, minTS)
 	for _, seg := range segs {
 		rec = append(rec, seg...)
 	}

@@ -50,7 +50,7 @@ type session struct {
 	wb     []byte   // request header (+ send head) scratch
 	segs   [][]byte // frame pieces of a send
 	wsegs  [][]byte // copy handed to net.Buffers (which consumes it)
-	sealer batchSealer
+	sealer icodec.BatchSealer
 	unit   unit
 	pbuf   [4]byte // partition id for the partitioning field
 }
@@ -477,8 +477,8 @@ func (s *session) sendSplit(cl *call, lim takeLimits) {
 		end, count := off, 0
 		var lo, hi uint64
 		for end < len(frames) {
-			n := frameLen(frames[end:])
-			ts := binary.LittleEndian.Uint64(frames[end+icodec.MessageHeaderChecksumOffset:])
+			n := icodec.FrameLen(frames[end:])
+			ts := icodec.OpenFrameOrigin(frames[end:])
 			nlo, nhi := ts, ts
 			if count > 0 {
 				nlo, nhi = min(lo, ts), max(hi, ts)
@@ -545,7 +545,7 @@ func (s *session) sendBatch(segs [][]byte, count uint32, minTS uint64, blobLen i
 	s.wb = req.AppendHeadTo(s.wb)
 	at := len(s.wb)
 	s.wb = append(s.wb, zeroHeader[:icodec.BatchHeaderSize]...)
-	s.sealer.seal(s.wb[at:], segs[1:], count, minTS, blobLen)
+	s.sealer.Seal(s.wb[at:], segs[1:], count, minTS)
 	segs[0] = s.wb
 
 	rb, rep, sent, err := s.exchange(time.Now().Add(s.c.cfg.RequestTimeout), segs, n, "message.send")

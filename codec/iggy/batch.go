@@ -32,6 +32,11 @@ const (
 	frameChecksumCoverStart = MessageHeaderIDOffset                // the frame checksum covers frame[8:end]
 )
 
+// batchSumFieldsSize is the header part of the batch checksum input (§4.3):
+// partition_id through batch_length as laid out, then message_count (the
+// batch_checksum field between them is left out).
+const batchSumFieldsSize = BatchHeaderBatchLengthOffset + BatchHeaderBatchLengthSize + BatchHeaderMessageCountSize
+
 const (
 	// MaxTimestampSpan is the largest spread of origin timestamps one batch
 	// can carry, in µs (the u32 timestamp_delta, §4.2).
@@ -96,7 +101,7 @@ type BatchBuilder struct {
 	minTS    uint64
 	maxTS    uint64
 	finished bool
-	h        xxh3.Hasher
+	seal     BatchSealer
 }
 
 // Begin starts a new batch record appended after the bytes dst already holds
@@ -135,16 +140,7 @@ func (b *BatchBuilder) Add(id wire.U128, originTimestamp uint64, payload, userHe
 	}
 	b.minTS, b.maxTS = lo, hi
 
-	var hdr [MessageHeaderSize]byte
-	// The checksum slot holds the origin timestamp until Finish.
-	binary.LittleEndian.PutUint64(hdr[frameChecksumOff:], originTimestamp)
-	putU128(hdr[frameIDOff:], id)
-	binary.LittleEndian.PutUint32(hdr[frameOffsetDeltaOff:], b.n)
-	binary.LittleEndian.PutUint32(hdr[frameUserHeadersLenOff:], uint32(len(userHeaders)))
-	binary.LittleEndian.PutUint32(hdr[framePayloadLenOff:], uint32(len(payload)))
-	b.buf = append(b.buf, hdr[:]...)
-	b.buf = append(b.buf, payload...)
-	b.buf = append(b.buf, userHeaders...)
+	b.buf = AppendOpenFrame(b.buf, id, originTimestamp, payload, userHeaders)
 	b.n++
 	return nil
 }
@@ -179,44 +175,102 @@ func (b *BatchBuilder) Finish() ([]byte, error) {
 	}
 	b.finished = true
 	rec := b.buf[b.start:]
-	binary.LittleEndian.PutUint64(rec[batchOriginTimestampOff:], b.minTS)
-	binary.LittleEndian.PutUint64(rec[batchLengthOff:], uint64(len(rec)))
-	binary.LittleEndian.PutUint32(rec[batchMessageCountOff:], b.n)
-
-	b.h.Reset()
-	hashBatchFields(&b.h, rec, uint64(len(rec)), b.n)
-	var sums [256]byte
-	k := 0
-	for off := BatchHeaderSize; off < len(rec); {
-		f := rec[off:]
-		end := frameEnd(f) // the builder wrote these frames; the check only guards a caller scribbling on the buffer
-		if end < 0 {
-			break
-		}
-		ts := binary.LittleEndian.Uint64(f[frameChecksumOff:])
-		binary.LittleEndian.PutUint32(f[frameTimestampDeltaOff:], uint32(ts-b.minTS))
-		sum := xxh3.Hash(f[frameChecksumCoverStart:end])
-		binary.LittleEndian.PutUint64(f[frameChecksumOff:], sum)
-		binary.LittleEndian.PutUint64(sums[k:], sum)
-		if k += 8; k == len(sums) {
-			b.h.Write(sums[:])
-			k = 0
-		}
-		off += end
-	}
-	b.h.Write(sums[:k])
-	binary.LittleEndian.PutUint64(rec[batchChecksumOff:], b.h.Sum64())
+	segs := [1][]byte{rec[BatchHeaderSize:]}
+	b.seal.Seal(rec[:BatchHeaderSize], segs[:], b.n, b.minTS)
 	return b.buf, nil
+}
+
+// AppendOpenFrame appends one message frame (§4.2) whose offset_delta,
+// timestamp_delta and checksum are still open: the checksum slot parks the
+// origin timestamp (OpenFrameOrigin reads it back) until BatchSealer.Seal,
+// once the frame's batch is known, fills all three. The payload, then the
+// raw user-headers block follow the 48-byte header. Lengths must fit a u32
+// (callers check their limits first).
+func AppendOpenFrame(dst []byte, id wire.U128, originTimestamp uint64, payload, userHeaders []byte) []byte {
+	var hdr [MessageHeaderSize]byte
+	binary.LittleEndian.PutUint64(hdr[frameChecksumOff:], originTimestamp)
+	putU128(hdr[frameIDOff:], id)
+	binary.LittleEndian.PutUint32(hdr[frameUserHeadersLenOff:], uint32(len(userHeaders)))
+	binary.LittleEndian.PutUint32(hdr[framePayloadLenOff:], uint32(len(payload)))
+	dst = append(dst, hdr[:]...)
+	dst = append(dst, payload...)
+	return append(dst, userHeaders...)
+}
+
+// OpenFrameOrigin returns the origin timestamp an open frame (written by
+// AppendOpenFrame, not sealed yet) parks in its checksum slot.
+func OpenFrameOrigin(frame []byte) uint64 {
+	return binary.LittleEndian.Uint64(frame[frameChecksumOff:])
+}
+
+// FrameLen returns the length of the message frame at the start of blob
+// (header, payload and user headers) when it fits in blob, else -1.
+func FrameLen(blob []byte) int { return frameEnd(blob) }
+
+// BatchSealer completes a batch record (§4.1-§4.3) whose open frames
+// (AppendOpenFrame) lie in one or more segments, for instance the buffers
+// of several coalesced sends: it numbers the frames, turns their origin
+// timestamps into timestamp deltas, computes every frame checksum and the
+// batch checksum in one pass, in place, and fills the batch header. The
+// zero value is ready; a BatchSealer is reusable and not safe for
+// concurrent use. It allocates nothing.
+type BatchSealer struct {
+	h    xxh3.Hasher
+	sums [256]byte
+}
+
+// Seal fills the 256-byte batch header hdr (the three server fields zero)
+// for the frames in segs: count frames in total, minTS the smallest origin
+// timestamp among them. A frame that does not fit its segment ends that
+// segment's walk (only a caller scribbling on the frames can cause it).
+func (s *BatchSealer) Seal(hdr []byte, segs [][]byte, count uint32, minTS uint64) {
+	blob := 0
+	for _, seg := range segs {
+		blob += len(seg)
+	}
+	clear(hdr[:BatchHeaderSize])
+	length := uint64(BatchHeaderSize + blob)
+	binary.LittleEndian.PutUint64(hdr[batchOriginTimestampOff:], minTS)
+	binary.LittleEndian.PutUint64(hdr[batchLengthOff:], length)
+	binary.LittleEndian.PutUint32(hdr[batchMessageCountOff:], count)
+
+	s.h.Reset()
+	hashBatchFields(&s.h, hdr, length, count)
+	k := 0
+	idx := uint32(0)
+	for _, seg := range segs {
+		for off := 0; off < len(seg); {
+			f := seg[off:]
+			end := frameEnd(f)
+			if end < 0 {
+				break
+			}
+			ts := binary.LittleEndian.Uint64(f[frameChecksumOff:])
+			binary.LittleEndian.PutUint32(f[frameOffsetDeltaOff:], idx)
+			binary.LittleEndian.PutUint32(f[frameTimestampDeltaOff:], uint32(ts-minTS))
+			sum := xxh3.Hash(f[frameChecksumCoverStart:end])
+			binary.LittleEndian.PutUint64(f[frameChecksumOff:], sum)
+			binary.LittleEndian.PutUint64(s.sums[k:], sum)
+			if k += 8; k == len(s.sums) {
+				s.h.Write(s.sums[:])
+				k = 0
+			}
+			idx++
+			off += end
+		}
+	}
+	s.h.Write(s.sums[:k])
+	binary.LittleEndian.PutUint64(hdr[batchChecksumOff:], s.h.Sum64())
 }
 
 // hashBatchFields writes the header part of the batch checksum input (§4.3):
 // partition_id, base_offset, base_timestamp, origin_timestamp as in rec,
 // then length and count as given.
 func hashBatchFields(h *xxh3.Hasher, rec []byte, length uint64, count uint32) {
-	var f [44]byte
-	copy(f[:32], rec[batchPartitionIDOff:batchLengthOff])
-	binary.LittleEndian.PutUint64(f[32:], length)
-	binary.LittleEndian.PutUint32(f[40:], count)
+	var f [batchSumFieldsSize]byte
+	copy(f[:batchLengthOff], rec[batchPartitionIDOff:batchLengthOff])
+	binary.LittleEndian.PutUint64(f[batchLengthOff:], length)
+	binary.LittleEndian.PutUint32(f[batchLengthOff+BatchHeaderBatchLengthSize:], count)
 	h.Write(f[:])
 }
 
