@@ -9,7 +9,8 @@ package bridge
 //   - Size: from v3 a partition's record batch larger than the topic's
 //     max.message.bytes (else topics.max_message_bytes, Kafka's
 //     message.max.bytes) is refused with MESSAGE_TOO_LARGE before it is
-//     decoded (topicheld.go).
+//     decoded (topicheld.go; the topic's value comes from the topic-config
+//     store in Iggy, topicstore.go, read at most a second ago).
 //   - Records: every partition's Records bytes go through the record mapping
 //     v1 (records.go, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
@@ -48,7 +49,11 @@ package bridge
 //     the records twice (at-least-once, as a Kafka producer without
 //     idempotence).
 //   - Every successful write wakes the fetches waiting on the partition.
-//   - LogAppendTime is -1 (CreateTime topics); LogStartOffset is -1 (not
+//   - LogAppendTime is -1 for CreateTime topics. A topic whose
+//     message.timestamp.type is LogAppendTime (topicheld.go) gets the
+//     gateway's clock: every record of the partition is written with the
+//     append time (ms) as its timestamp, in place of the producer's, and
+//     LogAppendTime answers it. LogStartOffset is -1 (not
 //     looked up on the write path; clients read it only on
 //     UNKNOWN_PRODUCER_ID, which this file never answers).
 //   - Idempotent batches (v3+, producer id set) go through pids.go first:
@@ -77,6 +82,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -174,10 +180,17 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			refused, why := b.checkMessageSize(rq.Version, name, req.Topics[i].Partitions[j].Records)
+			refused, why := b.checkMessageSize(ctx, rq.Version, info, req.Topics[i].Partitions[j].Records)
 			var msgs *iggy.Messages
 			if refused == 0 {
-				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget)
+				appendTS := int64(-1)
+				if b.logAppendTime(ctx, info) {
+					appendTS = time.Now().UnixMilli()
+				}
+				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget, appendTS)
+				if refused == 0 {
+					rp.LogAppendTime = appendTS
+				}
 			}
 			if refused != 0 {
 				rp.ErrorCode = refused
@@ -276,9 +289,12 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 // mapRecords maps one partition's records into Iggy messages. It returns
 // nil messages (and code 0) when records hold no record at all (v0-v2), or
 // a Kafka error code and the reason.
-func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, budget *DecompressBudget) (*iggy.Messages, int16, string) {
+func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, budget *DecompressBudget, appendTS int64) (*iggy.Messages, int16, string) {
 	msgs := p.b.iggy.NewMessages()
 	d.Reset(records, budget)
+	if appendTS >= 0 {
+		d.StampAppendTime(appendTS)
+	}
 	for d.Next() {
 		m := d.Message()
 		if err := msgs.Add(m.ID, m.OriginTimestamp, m.Payload, m.Headers); err != nil {

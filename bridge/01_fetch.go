@@ -623,8 +623,15 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	key := partKey{p.topic, p.partition}
 	st := f.parts.get(key)
 	ref := p.info.Ref
+	storeStart := f.b.store.logStart(ctx, p.info, p.partition)
+	if p.offset < storeStart {
+		// Below the log start offset DeleteRecords set (topicstore.go).
+		r.code = kerr.OffsetOutOfRange.Code
+		return dst, r
+	}
 	w := f.writers.Get().(*KafkaBatchWriter)
 	defer f.writers.Put(w)
+	w.LogAppendTime = f.b.logAppendTime(ctx, p.info)
 
 	begin := len(dst)
 	next := uint64(p.offset)
@@ -724,6 +731,9 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		// log start: out of range all the same.
 		r.code = kerr.OffsetOutOfRange.Code
 		return dst[:begin], r
+	}
+	if ls >= 0 && ls < storeStart {
+		ls = storeStart
 	}
 	r.logStart = ls
 	return dst, r

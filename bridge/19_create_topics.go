@@ -21,10 +21,13 @@ package bridge
 //     topics.default_partitions, 0 or below -1 is INVALID_PARTITIONS, and
 //     more than Iggy's 1000 partitions per request is INVALID_PARTITIONS.
 //   - Configs map to Iggy topic options (topicconfig.go) over the gateway's
-//     topics.default_options; unknown keys, values out of Iggy's ranges,
-//     cleanup.policy=compact and retention.bytes × partitions below
-//     segment.bytes are INVALID_CONFIG naming the key. A config named twice:
-//     the last wins.
+//     topics.default_options; configs Iggy has no option for
+//     (cleanup.policy, message.timestamp.type, max.message.bytes,
+//     min.insync.replicas, ...: topicheld.go) are checked with Kafka's
+//     rules and written to the topic-config store in Iggy (topicstore.go)
+//     once the topic exists; unknown keys, values out of range and
+//     retention.bytes × partitions below segment.bytes are INVALID_CONFIG
+//     naming the key. A config named twice: the last wins.
 //   - ValidateOnly (v1+) runs every check above, including the option values
 //     against Iggy's catalog, and creates nothing; its answer carries the
 //     configs the topic would get and a zero topic id.
@@ -47,7 +50,8 @@ package bridge
 //
 // Iggy commands: GET_STREAM (200), GET_TOPIC (300), GET_TOPICS (301, for the
 // collision check), CREATE_STREAM (202, only while the client does not know
-// the stream exists), CREATE_TOPIC (302).
+// the stream exists), CREATE_TOPIC (302); the store's SEND_MESSAGES (101)
+// and POLL_MESSAGES (100).
 
 import (
 	"context"
@@ -166,10 +170,20 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return iggyFail(err)
 	}
 	cc.created(name)
-	b.topics.held.store(name, set)
+	if held := storedConfigs(set); len(held) > 0 {
+		if err := b.store.putConfigs(ctx, info, set); err != nil {
+			b.log.Warn().Err(err).Str("topic", name).Msg("create topics: topic created, its configs not stored")
+			code, _ := b.adminError(name, "create topics", err)
+			return createTopicError(name, code, "Topic '"+name+"' was created, but its configs could not be stored in Iggy: "+err.Error())
+		}
+	}
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Int32("partitions", partitions).Msg("created topic")
 	st.TopicID = topicID(info)
-	fillCreated(&st, b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions), info.PartitionsCount, b.brokerDefaults())
+	created, err := b.topicSettings(ctx, info)
+	if err != nil {
+		created = set
+	}
+	fillCreated(&st, created, info.PartitionsCount, b.brokerDefaults())
 	return st
 }
 

@@ -163,7 +163,6 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 		code, msg := b.adminError(name, "delete topics", err)
 		return id, code, msg
 	}
-	b.topics.held.forget(name)
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Msg("deleted topic")
 	return id, 0, ""
 }

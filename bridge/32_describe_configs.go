@@ -4,13 +4,16 @@ package bridge
 //
 // Behavior:
 //   - TOPIC resources: every Kafka config that maps to an Iggy topic option,
-//     plus cleanup.policy (always "delete"), sorted by name (topicconfig.go).
+//     and every config the gateway holds in its topic-config store in Iggy
+//     (cleanup.policy, message.timestamp.type, max.message.bytes,
+//     min.insync.replicas, ...: topicheld.go, topicstore.go, read to its end
+//     first), sorted by name (topicconfig.go).
 //     Source is DYNAMIC_TOPIC_CONFIG for an option the topic's creator or an
 //     alter set, STATIC_BROKER_CONFIG for one holding the gateway's default
 //     (topics.default_options, the gateway's "broker config"), DEFAULT_CONFIG
 //     otherwise (Iggy's default). ReadOnly is true for configs Iggy
-//     fixes at creation (segment.bytes, flush.messages) and for
-//     cleanup.policy. The topic is read fresh from Iggy. A name Kafka
+//     fixes at creation (segment.bytes, flush.messages). The topic is read
+//     fresh from Iggy. A name Kafka
 //     refuses is INVALID_TOPIC_EXCEPTION with Kafka's message; an unknown
 //     topic UNKNOWN_TOPIC_OR_PARTITION.
 //   - BROKER resources: this gateway's node id lists broker.id, the defaults
@@ -37,7 +40,8 @@ package bridge
 //   - v3: IncludeDocumentation; ConfigType and Documentation
 //   - v4: flexible
 //
-// Iggy commands: GET_STREAM (200), GET_TOPIC (300).
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300), the store's
+// POLL_MESSAGES (100).
 
 import (
 	"context"
@@ -130,7 +134,11 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 			code, msg := b.adminError(name, "describe configs", err)
 			return nil, code, msg
 		}
-		set := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
+		set, err := b.topicSettings(ctx, info)
+		if err != nil {
+			code, msg := b.adminError(name, "describe configs", err)
+			return nil, code, msg
+		}
 		return topicEntries(set, info.PartitionsCount, b.brokerDefaults(), synonyms), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {

@@ -16,8 +16,10 @@ package bridge
 //     segment.bytes and flush.messages are fixed at creation: naming one with
 //     its current value is accepted (read-modify-write tools resend them),
 //     another value is INVALID_CONFIG naming the key; one the request leaves
-//     out keeps its value (Iggy cannot reset it). cleanup.policy accepts
-//     only "delete". Unknown keys, bad values and retention.bytes ×
+//     out keeps its value (Iggy cannot reset it). Configs Iggy has no
+//     option for (cleanup.policy, message.timestamp.type, max.message.bytes,
+//     ...: topicheld.go) are changed in the topic-config store in Iggy
+//     (topicstore.go), one record per alter that changes them. Unknown keys, bad values and retention.bytes ×
 //     partitions below segment.bytes are INVALID_CONFIG naming the key; a
 //     null value or a key named twice is INVALID_REQUEST.
 //   - A resource named twice in one request: INVALID_REQUEST "Each resource
@@ -34,7 +36,8 @@ package bridge
 //   - v1: ThrottleMillis
 //   - v2: flexible
 //
-// Iggy commands: GET_STREAM (200), GET_TOPIC (300), UPDATE_TOPIC (304).
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300), UPDATE_TOPIC (304), the
+// store's SEND_MESSAGES (101) and POLL_MESSAGES (100).
 
 import (
 	"context"

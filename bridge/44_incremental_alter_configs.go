@@ -9,7 +9,8 @@ package bridge
 //     option when topics.default_options sets one, else Iggy's default
 //     through a default marker, see topicconfig.go), APPEND and SUBTRACT work
 //     on LIST configs only
-//     (cleanup.policy) and are INVALID_CONFIG elsewhere ("Can't APPEND to key
+//     (cleanup.policy, the throttled-replica lists) and are INVALID_CONFIG
+//     elsewhere ("Can't APPEND to key
 //     ... because its type is not LIST."). An unknown operation or a null
 //     value for SET/APPEND/SUBTRACT is INVALID_REQUEST, as is a key named
 //     twice.
@@ -22,7 +23,8 @@ package bridge
 // Version notes:
 //   - v1: flexible
 //
-// Iggy commands: GET_STREAM (200), GET_TOPIC (300), UPDATE_TOPIC (304).
+// Iggy commands: GET_STREAM (200), GET_TOPIC (300), UPDATE_TOPIC (304), the
+// store's SEND_MESSAGES (101) and POLL_MESSAGES (100).
 
 import (
 	"context"

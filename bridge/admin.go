@@ -167,7 +167,10 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		return b.adminError(name, "alter configs", err)
 	}
-	cur := b.topicOptionSet(name, info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	cur, err := b.topicSettings(ctx, info)
+	if err != nil {
+		return b.adminError(name, "alter configs", err)
+	}
 	patch, next, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
 	if e != nil {
 		return e.code, e.msg
@@ -175,20 +178,22 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	if validateOnly {
 		return 0, ""
 	}
-	if len(patch) == 0 {
-		b.topics.held.store(name, next)
-		return 0, ""
-	}
-	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic, Options: patch}
-	err = b.iggy.Do(ctx, req, nil)
-	b.iggy.InvalidateTopic(ref)
-	if err != nil {
-		if iggy.IsNotFound(err) {
-			return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
+	if len(patch) > 0 {
+		req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic, Options: patch}
+		err = b.iggy.Do(ctx, req, nil)
+		b.iggy.InvalidateTopic(ref)
+		if err != nil {
+			if iggy.IsNotFound(err) {
+				return kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("The topic '%s' does not exist.", name)
+			}
+			return b.adminError(name, "alter configs", err)
 		}
-		return b.adminError(name, "alter configs", err)
 	}
-	b.topics.held.store(name, next)
+	if !sameConfigs(storedConfigs(cur), storedConfigs(next)) {
+		if err := b.store.putConfigs(ctx, info, next); err != nil {
+			return b.adminError(name, "alter configs", err)
+		}
+	}
 	b.log.Info().Str("topic", name).Int("options", len(patch)).Msg("altered topic configs")
 	return 0, ""
 }

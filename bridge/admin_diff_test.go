@@ -26,9 +26,8 @@ import (
 //     name INVALID_REQUEST; kfake fails every topic of the request.
 //   - replication factor 0: Kafka refuses (INVALID_REPLICATION_FACTOR);
 //     kfake creates the topic.
-//   - cleanup.policy=compact, unknown config keys: Iggy has no compaction and
-//     the issue wants INVALID_CONFIG naming the key; kfake accepts any
-//     config.
+//   - unknown config keys: the gateway answers INVALID_CONFIG naming the
+//     key, as Kafka does; kfake accepts any config.
 //   - CreatePartitions to the current count: Kafka answers
 //     INVALID_PARTITIONS; kfake succeeds.
 //   - APPEND to a non-LIST config: Kafka answers INVALID_CONFIG, kfake
@@ -338,8 +337,7 @@ func diffSteps() []diffStep {
 			differs: "Kafka answers only the duplicated name", gateway: []string{"d-dup=INVALID_REQUEST p=-1 rf=-1", "d-e=OK p=1 rf=1"}},
 		{name: "create rf 0", run: diffCreate(false, topicReq("d-rf0", 1, 0)),
 			differs: "Kafka refuses replication factor 0", gateway: []string{"d-rf0=INVALID_REPLICATION_FACTOR p=-1 rf=-1"}},
-		{name: "create compact", run: diffCreate(false, topicReq("d-compact", 1, 1, "cleanup.policy", "compact")),
-			differs: "Iggy has no compaction", gateway: []string{"d-compact=INVALID_CONFIG p=-1 rf=-1"}},
+		{name: "create compact", run: diffCreate(false, topicReq("d-compact", 1, 1, "cleanup.policy", "compact"))},
 		{name: "create unknown config", run: diffCreate(false, topicReq("d-unknown", 1, 1, "no.such.config", "1")),
 			differs: "Kafka refuses unknown topic configs", gateway: []string{"d-unknown=INVALID_CONFIG p=-1 rf=-1"}},
 

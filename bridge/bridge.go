@@ -13,7 +13,8 @@
 // admin.go: admin errors, defaults and the alter loop; errors.go: the
 // Iggy-to-Kafka error table; records*.go: the record mapping (and legacy
 // down-conversion); offsets.go, pids.go, topicconfig.go,
-// topicheld.go, internaltopics.go, metrics.go; the group state machine is
+// topicheld.go, topicstore.go (the topic-config store in Iggy),
+// internaltopics.go, metrics.go; the group state machine is
 // bridge/groups, reached through groups.Service. One Table built in New drives
 // dispatch, ApiVersions and the metrics.
 package bridge
@@ -68,6 +69,7 @@ type Bridge struct {
 	notify   *notifier
 	groups   groups.Service // consumer groups (bridge/groups, or the cluster router)
 	offsets  *offsetStore   // committed offsets in Iggy (offsets.go)
+	store    *topicStore    // topic configs and log start offsets in Iggy (topicstore.go)
 	pids     *producerState // producer ids and idempotence (pids.go)
 	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
 
@@ -95,6 +97,7 @@ func New(o Options) (*Bridge, error) {
 	b.topics = newTopicMap(o.Config.Topics)
 	b.topicIDs = newTopicIDIndex(b)
 	b.offsets = newOffsetStore(b)
+	b.store = newTopicStore(b)
 	local := groups.New(o.Config.Groups, o.Log, nil)
 	local.SetOffsets(b.offsets)
 	b.groups = local

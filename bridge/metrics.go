@@ -18,6 +18,9 @@ type Metrics interface {
 	SetGroupMembers(n int)
 	// AddFetchWaiters moves the number of fetches waiting for data by delta.
 	AddFetchWaiters(delta int)
+	// SetCompactBytes sets the bytes Iggy holds for topics whose
+	// cleanup.policy includes compact (topicheld.go: never compacted).
+	SetCompactBytes(n int64)
 }
 
 // NopMetrics discards every measurement.
@@ -34,6 +37,9 @@ func (NopMetrics) SetGroupMembers(int) {}
 
 // AddFetchWaiters implements Metrics.
 func (NopMetrics) AddFetchWaiters(int) {}
+
+// SetCompactBytes implements Metrics.
+func (NopMetrics) SetCompactBytes(int64) {}
 
 // instrument wraps every handler so the error codes of its response are
 // counted (and the group gauges refreshed after group APIs), in one place

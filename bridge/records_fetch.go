@@ -99,6 +99,12 @@ type KafkaBatchWriter struct {
 	// OnSkip, when set, is called for every skipped message with its Iggy
 	// offset; the caller counts it and logs it rate-limited.
 	OnSkip func(offset uint64, reason SkipReason)
+	// LogAppendTime flags the batches LogAppendTime (attribute bit 3) with
+	// the largest record timestamp as their MaxTimestamp, which is what a
+	// Kafka consumer then reads for every record: set it for a topic whose
+	// message.timestamp.type is LogAppendTime (the gateway wrote its append
+	// time as each record's timestamp).
+	LogAppendTime bool
 
 	buf        []byte
 	start      int
@@ -232,7 +238,11 @@ func (w *KafkaBatchWriter) Finish() []byte {
 	binary.BigEndian.PutUint32(h[kbLength:], uint32(len(h)-kbLeaderEpoch))
 	binary.BigEndian.PutUint32(h[kbLeaderEpoch:], math.MaxUint32) // -1
 	h[kbMagic] = 2
-	binary.BigEndian.PutUint16(h[kbAttributes:], 0)
+	var attrs uint16
+	if w.LogAppendTime {
+		attrs = kbAttrLogAppendTime
+	}
+	binary.BigEndian.PutUint16(h[kbAttributes:], attrs)
 	binary.BigEndian.PutUint32(h[kbLastOffsetDelta:], uint32(w.last-w.base))
 	binary.BigEndian.PutUint64(h[kbFirstTimestamp:], uint64(w.firstTS))
 	binary.BigEndian.PutUint64(h[kbMaxTimestamp:], uint64(w.maxTS))

@@ -149,7 +149,9 @@ type RecordDecoder struct {
 	firstTS   int64  // v2: FirstTimestamp
 	appendTS  int64  // timestamp forced on every record (LogAppendTime), valid when logAppend
 	logAppend bool
-	inner     bool // legacy: recs is a wrapper's inner set
+	stamp     bool  // the topic is LogAppendTime: every record gets stampTS
+	stampTS   int64 // ms, valid when stamp
+	inner     bool  // legacy: recs is a wrapper's inner set
 
 	batches []KafkaBatchInfo
 	total   int
@@ -177,6 +179,14 @@ func (d *RecordDecoder) Reset(records []byte, budget *DecompressBudget) {
 	d.total = 0
 	d.msg = MappedMessage{}
 	d.err = nil
+	d.stamp = false
+}
+
+// StampAppendTime makes every record of the input get timestamp ms (after
+// Reset): the append time of a LogAppendTime topic, which replaces the
+// producer's CreateTime as a Kafka broker replaces it.
+func (d *RecordDecoder) StampAppendTime(ms int64) {
+	d.stamp, d.stampTS = true, ms
 }
 
 // Next decodes the next record and reports whether there is one; false at
@@ -641,6 +651,9 @@ func legacyBytes(p []byte) (field []byte, null bool, rest []byte, ok bool) {
 
 // emit maps d.view with Kafka timestamp ts (ms) into d.msg.
 func (d *RecordDecoder) emit(ts int64) error {
+	if d.stamp {
+		ts = d.stampTS
+	}
 	origin, epoch, ok := recOriginFromMillis(ts)
 	if !ok {
 		return d.recErr(ErrRecordTimestamp, "timestamp "+strconv.FormatInt(ts, 10)+" ms")

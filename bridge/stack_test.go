@@ -29,12 +29,17 @@ type stack struct {
 
 // stackOpts tweaks a stack before it starts.
 type stackOpts struct {
-	embedded  embedded.Config
-	client    iggy.Config
-	bridge    bridge.Config
-	proxy     proxy.Config
+	embedded    embedded.Config
+	client      iggy.Config
+	bridge      bridge.Config
+	proxy       proxy.Config
 	bridgeLog   io.Writer    // also gets the bridge's log lines (warn and up)
 	iggyMetrics iggy.Metrics // receives the Iggy client's measurements
+	// shared, when set, is the Iggy server of another stack: this stack is
+	// a second sidecar on it (no embedded server of its own).
+	shared *embedded.Server
+	// metrics, when set, receives the bridge's measurements.
+	metrics bridge.Metrics
 }
 
 // startStack starts a stack on loopback ports and stops it when the test ends.
@@ -56,16 +61,20 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	srv, err := embedded.New(o.embedded, log.With().Str("component", "embedded").Logger())
-	if err != nil {
-		t.Fatal(err)
+	srv := o.shared
+	if srv == nil {
+		var err error
+		srv, err = embedded.New(o.embedded, log.With().Str("component", "embedded").Logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server serves until Close or until its Start context ends, so it
+		// gets a context that lives as long as the test.
+		if err := srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Close() })
 	}
-	// The server serves until Close or until its Start context ends, so it
-	// gets a context that lives as long as the test.
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
 
 	o.client.Address = srv.Addr().String()
 	var iopts []iggy.Option
@@ -85,7 +94,7 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	if o.bridgeLog != nil {
 		blog = zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), o.bridgeLog)).Level(zerolog.WarnLevel)
 	}
-	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: blog})
+	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: blog, Metrics: o.metrics})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,19 +7,24 @@ package bridge
 //
 // The mapping (topicConfigs, sorted by Kafka name):
 //
-//	cleanup.policy   <-> (none)                      fixed "delete"; compact refused
+//	cleanup.policy   <-> (held by the gateway)       compact, delete: retain, never compact
 //	compression.type <-> compression_algorithm       none|uncompressed|gzip; a stored label
 //	flush.messages   <-> messages_required_to_save   create-only
 //	retention.bytes  <-> max_topic_size / partitions Iggy's cap is per topic; -1 = unlimited
 //	retention.ms     <-> message_expiry / 1000       µs in Iggy; -1 = never expire
 //	max.message.bytes <-> (held by the gateway)      see below
 //	segment.bytes    <-> segment_size                create-only
+//	message.timestamp.type, min.insync.replicas, segment.ms, ... <-> (held)
+//
+// Held configs (topicheld.go) have no Iggy option: the gateway checks them
+// with Kafka's rules and keeps them in the topic-config store in Iggy
+// (topicstore.go), as it keeps max.message.bytes.
 //
 // max.message.bytes has no Iggy option (Iggy bounds only a frame, 64 MiB),
 // so the gateway enforces it on Produce and holds it itself: the broker
 // value is topics.max_message_bytes (Kafka's message.max.bytes), and a
-// topic's own value, set by CreateTopics or an alter, lives in this
-// instance's memory (topicheld.go) until a restart. It goes through the
+// topic's own value, set by CreateTopics or an alter, lives in the
+// topic-config store in Iggy (topicstore.go). It goes through the
 // same optionSet as the Iggy options under a key of its own
 // (gatewayOptions), which no Iggy request ever carries.
 //
@@ -126,7 +131,6 @@ type topicConfig struct {
 // topicConfigs is the mapping, sorted by Kafka name (the order
 // DescribeConfigs and CreateTopics report configs in).
 var topicConfigs = []topicConfig{
-	{name: cleanupPolicyName, broker: "log.cleanup.policy", typ: kmsg.ConfigTypeList},
 	{name: "compression.type", broker: "compression.type", option: optCompression, typ: kmsg.ConfigTypeString,
 		toIggy: compressionToIggy, toKafka: compressionToKafka},
 	{name: "flush.messages", broker: "log.flush.interval.messages", option: optMessagesToSave, typ: kmsg.ConfigTypeLong,
@@ -139,6 +143,12 @@ var topicConfigs = []topicConfig{
 		toIggy: retentionMsToIggy, toKafka: retentionMsToKafka},
 	{name: "segment.bytes", broker: "log.segment.bytes", option: optSegmentSize, typ: kmsg.ConfigTypeInt,
 		toIggy: segmentBytesToIggy, toKafka: decimalToKafka},
+}
+
+// init merges the held configs into topicConfigs, sorted by name.
+func init() {
+	topicConfigs = append(topicConfigs, heldTopicConfigs...)
+	sort.Slice(topicConfigs, func(i, j int) bool { return topicConfigs[i].name < topicConfigs[j].name })
 }
 
 // kafkaTopicConfigNames are topic configs Kafka knows that have no Iggy
@@ -321,26 +331,6 @@ func compressionToKafka(v uint64, _ uint32) string {
 	return "none"
 }
 
-// checkCleanupPolicy accepts exactly the list "delete" (Kafka LIST syntax:
-// comma separated, trimmed).
-func checkCleanupPolicy(v string) *configError {
-	seen := false
-	for _, p := range strings.Split(v, ",") {
-		switch strings.TrimSpace(p) {
-		case cleanupPolicyValue:
-			seen = true
-		case "compact":
-			return invalidValue(cleanupPolicyName, v, "Iggy has no log compaction; only delete is supported")
-		default:
-			return invalidValue(cleanupPolicyName, v, "String must be one of: compact, delete")
-		}
-	}
-	if !seen {
-		return invalidValue(cleanupPolicyName, v, "only delete is supported")
-	}
-	return nil
-}
-
 // rangeReason describes the catalog bounds of spec.
 func rangeReason(spec *icodec.OptionSpec) string {
 	if spec == nil {
@@ -498,11 +488,12 @@ func catalogDefault(spec *icodec.OptionSpec) uint64 {
 type optionSet struct {
 	vals     map[string]uint64
 	explicit map[string]bool
+	held     map[string]string // held configs the topic sets (topicheld.go), by Kafka name
 }
 
 // defaultOptionSet holds every catalog key at its default.
 func defaultOptionSet() optionSet {
-	s := optionSet{vals: make(map[string]uint64, len(icodec.TopicOptions)+len(gatewayOptions)), explicit: map[string]bool{}}
+	s := optionSet{vals: make(map[string]uint64, len(icodec.TopicOptions)+len(gatewayOptions)), explicit: map[string]bool{}, held: map[string]string{}}
 	for i := range icodec.TopicOptions {
 		spec := &icodec.TopicOptions[i]
 		s.vals[spec.Key] = catalogDefault(spec)
@@ -515,7 +506,10 @@ func defaultOptionSet() optionSet {
 
 // clone returns an independent copy.
 func (s optionSet) clone() optionSet {
-	c := optionSet{vals: make(map[string]uint64, len(s.vals)), explicit: make(map[string]bool, len(s.explicit))}
+	c := optionSet{vals: make(map[string]uint64, len(s.vals)), explicit: make(map[string]bool, len(s.explicit)), held: make(map[string]string, len(s.held))}
+	for k, v := range s.held {
+		c.held[k] = v
+	}
 	for k, v := range s.vals {
 		c.vals[k] = v
 	}
@@ -639,10 +633,12 @@ func createOptions(defaults icodec.Options, configs []kafkaConfigValue, partitio
 		if !ok {
 			return nil, set, unknownConfig(c.name)
 		}
-		if tc.option == "" {
-			if err := checkCleanupPolicy(*c.value); err != nil {
-				return nil, set, err
+		if hs, ok := heldConfigs[tc.name]; ok {
+			v, reason := hs.check(*c.value)
+			if reason != "" {
+				return nil, set, invalidValue(c.name, *c.value, reason)
 			}
+			set.held[tc.name] = v
 			continue
 		}
 		spec := tc.spec()
@@ -726,10 +722,21 @@ func planAlter(cur optionSet, partitions uint32, ops []alterOp, replace bool, bd
 		default:
 			return nil, next, &configError{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Unknown operations type %d", op.op)}
 		}
-		if tc.option == "" { // cleanup.policy: the list is always exactly "delete"
-			if err := alterCleanupPolicy(op); err != nil {
-				return nil, next, err
+		if hs, ok := heldConfigs[tc.name]; ok {
+			touched[tc.name] = true
+			if op.op == kmsg.IncrementalAlterConfigOpDelete {
+				delete(next.held, tc.name)
+				continue
 			}
+			v := *op.value
+			if op.op != kmsg.IncrementalAlterConfigOpSet {
+				v = listOp(next.heldValue(tc.name), v, op.op)
+			}
+			cv, reason := hs.check(v)
+			if reason != "" {
+				return nil, next, invalidValue(op.name, v, reason)
+			}
+			next.held[tc.name] = cv
 			continue
 		}
 		spec := tc.spec()
@@ -766,6 +773,11 @@ func planAlter(cur optionSet, partitions uint32, ops []alterOp, replace bool, bd
 				next.reset(&gatewayOptions[i])
 			}
 		}
+		for k := range next.held {
+			if !touched[k] {
+				delete(next.held, k)
+			}
+		}
 	}
 	var patch icodec.Options
 	for i := range icodec.TopicOptions {
@@ -799,24 +811,6 @@ func mappedOption(key string) bool {
 		}
 	}
 	return false
-}
-
-// alterCleanupPolicy checks one op on cleanup.policy, whose value is always
-// "delete": SET and APPEND must leave exactly "delete", DELETE is a no-op,
-// SUBTRACT of "delete" would leave nothing.
-func alterCleanupPolicy(op alterOp) *configError {
-	switch op.op {
-	case kmsg.IncrementalAlterConfigOpDelete:
-		return nil
-	case kmsg.IncrementalAlterConfigOpSubtract:
-		for _, p := range strings.Split(*op.value, ",") {
-			if strings.TrimSpace(p) == cleanupPolicyValue {
-				return invalidValue(cleanupPolicyName, "", "only delete is supported")
-			}
-		}
-		return nil
-	}
-	return checkCleanupPolicy(*op.value)
 }
 
 // configEntry is one config as DescribeConfigs and CreateTopics report it.
@@ -882,10 +876,17 @@ func topicEntries(s optionSet, partitions uint32, bd brokerDefaults, synonyms bo
 			continue // not in this catalog
 		}
 		e := configEntry{name: tc.name, source: kmsg.ConfigSourceDefaultConfig, readOnly: tc.readOnly(), typ: tc.typ}
-		if spec == nil {
-			e.value = cleanupPolicyValue
+		if hs, ok := heldConfigs[tc.name]; ok {
+			e.readOnly = false
+			e.value = hs.def
+			if v, own := s.held[tc.name]; own {
+				e.value, e.source = v, kmsg.ConfigSourceDynamicTopicConfig
+			}
 			if synonyms {
-				e.synonyms = []configSynonym{{name: tc.broker, value: cleanupPolicyValue, source: kmsg.ConfigSourceDefaultConfig}}
+				if e.source == kmsg.ConfigSourceDynamicTopicConfig {
+					e.synonyms = append(e.synonyms, configSynonym{name: tc.name, value: e.value, source: e.source})
+				}
+				e.synonyms = append(e.synonyms, configSynonym{name: tc.broker, value: hs.def, source: kmsg.ConfigSourceDefaultConfig})
 			}
 			out = append(out, e)
 			continue
@@ -955,8 +956,9 @@ func brokerEntries(nodeID int32, rack *string, bd brokerDefaults, autoCreate, sy
 		if spec == nil && tc.option != "" {
 			continue // not in this catalog
 		}
-		e := configEntry{name: tc.broker, value: cleanupPolicyValue, source: def, typ: tc.typ}
-		defVal := cleanupPolicyValue
+		hs := heldConfigs[tc.name]
+		e := configEntry{name: tc.broker, value: hs.def, source: def, typ: tc.typ}
+		defVal := hs.def
 		if spec != nil {
 			e.value = tc.toKafka(bd.set.vals[spec.Key], bd.partitions)
 			defVal = tc.toKafka(catalogDefault(spec), bd.partitions)

@@ -192,15 +192,25 @@ func TestCreateOptions(t *testing.T) {
 		{name: "cleanup delete", partitions: 1, configs: map[string]string{"cleanup.policy": "delete"},
 			want: want{opts: map[string]uint64{}}},
 		{name: "cleanup compact", partitions: 1, configs: map[string]string{"cleanup.policy": "compact"},
-			want: want{code: kerr.InvalidConfig.Code, msg: "Iggy has no log compaction"}},
+			want: want{opts: map[string]uint64{}}},
 		{name: "cleanup compact,delete", partitions: 1, configs: map[string]string{"cleanup.policy": "delete, compact"},
-			want: want{code: kerr.InvalidConfig.Code, msg: "compaction"}},
+			want: want{opts: map[string]uint64{}}},
+		{name: "cleanup unknown policy", partitions: 1, configs: map[string]string{"cleanup.policy": "compact,shred"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "String must be one of: compact, delete"}},
+		{name: "timestamp type", partitions: 1, configs: map[string]string{"message.timestamp.type": "LogAppendTime"},
+			want: want{opts: map[string]uint64{}}},
+		{name: "timestamp type bad", partitions: 1, configs: map[string]string{"message.timestamp.type": "AppendTime"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "String must be one of: CreateTime, LogAppendTime"}},
+		{name: "min.insync.replicas 0", partitions: 1, configs: map[string]string{"min.insync.replicas": "0"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"}},
 		{name: "cleanup empty", partitions: 1, configs: map[string]string{"cleanup.policy": ""},
 			want: want{code: kerr.InvalidConfig.Code, msg: "cleanup.policy"}},
 		{name: "unknown", partitions: 1, configs: map[string]string{"foo.bar": "1"},
 			want: want{code: kerr.InvalidConfig.Code, msg: "Unknown topic config name: foo.bar"}},
-		{name: "kafka-only key", partitions: 1, configs: map[string]string{"min.insync.replicas": "1"},
-			want: want{code: kerr.InvalidConfig.Code, msg: "min.insync.replicas is not supported"}},
+		{name: "held key", partitions: 1, configs: map[string]string{"min.insync.replicas": "1", "segment.ms": "600000"},
+			want: want{opts: map[string]uint64{}}},
+		{name: "kafka-only key", partitions: 1, configs: map[string]string{"message.format.version": "3.0"},
+			want: want{code: kerr.InvalidConfig.Code, msg: "message.format.version is not supported"}},
 		{name: "gateway defaults kept", partitions: 1, defaults: icodec.Options{stropt(optMessageExpiry, "7 days"), stropt("enforce_fsync", "true")},
 			want: want{opts: map[string]uint64{optMessageExpiry: 7 * 86400e6, "enforce_fsync": 1}}},
 		{name: "request overrides gateway default", partitions: 1, defaults: icodec.Options{stropt(optMessageExpiry, "7 days")},
@@ -263,13 +273,8 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 		t.Fatal(e.msg)
 	}
 	set := optionSetOf(opts, nil)
-	var held heldConfigs
-	_, _, createSet, _ := func() (icodec.Options, optionSet, optionSet, *configError) {
-		o, s, e := createOptions(nil, cfgs, 3)
-		return o, s, s, e
-	}()
-	held.store("t", createSet)
-	set = held.overlay("t", set)
+	_, createSet, _ := createOptions(nil, cfgs, 3)
+	overlayStored(set, storedConfigs(createSet))
 	for _, o := range opts {
 		if o.Key == optMaxMessageBytes {
 			t.Errorf("a gateway-held key reached the Iggy options: %v", o)
@@ -280,17 +285,21 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 		t.Fatalf("entries: %+v", entries)
 	}
 	for _, e := range entries {
-		if e.value != configs[e.name] {
-			t.Errorf("%s = %q, want %q", e.name, e.value, configs[e.name])
+		want, set := configs[e.name]
+		if !set {
+			want = heldConfigs[e.name].def
+		}
+		if e.value != want {
+			t.Errorf("%s = %q, want %q", e.name, e.value, want)
 		}
 		wantSource := kmsg.ConfigSourceDynamicTopicConfig
-		if e.name == cleanupPolicyName {
+		if !set {
 			wantSource = kmsg.ConfigSourceDefaultConfig
 		}
 		if e.source != wantSource {
 			t.Errorf("%s source %v", e.name, e.source)
 		}
-		wantRO := e.name == "segment.bytes" || e.name == "flush.messages" || e.name == cleanupPolicyName
+		wantRO := e.name == "segment.bytes" || e.name == "flush.messages"
 		if e.readOnly != wantRO {
 			t.Errorf("%s read-only %v", e.name, e.readOnly)
 		}
@@ -321,13 +330,17 @@ func TestTopicEntriesDefaults(t *testing.T) {
 		{Key: optCompression, Kind: icodec.HeaderKindUint8, Value: []byte{1}},
 	}
 	want := map[string]string{
-		"cleanup.policy": "delete", "compression.type": "none", "flush.messages": "1024",
+		"compression.type": "none", "flush.messages": "1024",
 		"retention.bytes": "-1", "retention.ms": "-1", "segment.bytes": "1073741824",
 		"max.message.bytes": "1048588",
 	}
 	for name, explicit := range map[string]icodec.Options{"derived": nil, "markers": markers} {
 		for _, e := range topicEntries(optionSetOf(explicit, derived), 2, newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes), false) {
-			if e.value != want[e.name] || e.source != kmsg.ConfigSourceDefaultConfig || e.synonyms != nil {
+			w, ok := want[e.name]
+			if !ok {
+				w = heldConfigs[e.name].def
+			}
+			if e.value != w || e.source != kmsg.ConfigSourceDefaultConfig || e.synonyms != nil {
 				t.Errorf("%s: %+v", name, e)
 			}
 		}
@@ -403,11 +416,10 @@ func TestPlanAlter(t *testing.T) {
 			code: kerr.InvalidConfig.Code, msg: "Cannot delete segment.bytes"},
 		{name: "create-only delete when default", ops: []alterOp{del("flush.messages")}, patch: patchWant{}},
 		{name: "cleanup delete", ops: []alterOp{set("cleanup.policy", "delete")}, patch: patchWant{}},
-		{name: "cleanup compact", ops: []alterOp{set("cleanup.policy", "compact")}, code: kerr.InvalidConfig.Code, msg: "compaction"},
-		{name: "cleanup append compact", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")},
-			code: kerr.InvalidConfig.Code, msg: "compaction"},
+		{name: "cleanup compact", ops: []alterOp{set("cleanup.policy", "compact")}, patch: patchWant{}},
+		{name: "cleanup append compact", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")}, patch: patchWant{}},
 		{name: "cleanup subtract delete", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete")},
-			code: kerr.InvalidConfig.Code, msg: "only delete"},
+			code: kerr.InvalidConfig.Code, msg: "must not be empty"},
 		{name: "cleanup delete op", ops: []alterOp{del("cleanup.policy")}, patch: patchWant{}},
 		{name: "append on scalar", ops: []alterOp{op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "1")},
 			code: kerr.InvalidConfig.Code, msg: "Can't APPEND to key retention.ms because its type is not LIST."},
@@ -602,4 +614,39 @@ func FuzzTopicConfigs(f *testing.F) {
 		_, _ = icodec.ParseHumanDuration(value)
 		_, _ = icodec.ParseByteSize(value)
 	})
+}
+
+// TestHeldConfigOps: the held configs (topicheld.go) through planAlter: a
+// SET, APPEND and SUBTRACT on cleanup.policy, DELETE back to the default,
+// and AlterConfigs (replace) dropping what it does not name.
+func TestHeldConfigOps(t *testing.T) {
+	bd := newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes)
+	cur := defaultOptionSet()
+	v := func(s string) *string { return &s }
+	steps := []struct {
+		ops     []alterOp
+		replace bool
+		policy  string
+		held    int
+	}{
+		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSet, value: v("compact")}}, false, "compact", 1},
+		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpAppend, value: v("delete")}}, false, "compact,delete", 1},
+		{[]alterOp{{name: "min.insync.replicas", op: kmsg.IncrementalAlterConfigOpSet, value: v(" 2 ")}}, false, "compact,delete", 2},
+		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSubtract, value: v("compact")}}, false, "delete", 2},
+		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpDelete}}, false, "delete", 1},
+		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSet, value: v("compact")}}, true, "compact", 1},
+	}
+	for i, st := range steps {
+		_, next, e := planAlter(cur, 1, st.ops, st.replace, bd)
+		if e != nil {
+			t.Fatalf("step %d: %s", i, e.msg)
+		}
+		if got := next.heldValue(cleanupPolicyName); got != st.policy || len(next.held) != st.held {
+			t.Fatalf("step %d: policy %q, held %v", i, got, next.held)
+		}
+		cur = next
+	}
+	if cur.held["min.insync.replicas"] != "" {
+		t.Fatalf("replace kept min.insync.replicas: %v", cur.held)
+	}
 }

@@ -19,7 +19,6 @@ type topicMap struct {
 	override map[string]iggy.TopicRef // Kafka name -> Iggy stream/topic
 	reverse  map[iggy.TopicRef]string // Iggy stream/topic -> Kafka name (overrides)
 	opts     icodec.Options           // default options for topics the gateway creates
-	held     heldConfigs              // gateway-held topic settings (topicheld.go), locked itself
 }
 
 func newTopicMap(cfg TopicsConfig) *topicMap {

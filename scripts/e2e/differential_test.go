@@ -47,25 +47,20 @@ var intendedDifferences = []intendedDifference{
 	{Step: "create topic with an illegal name", Field: "error",
 		Want: "17 INVALID_TOPIC_EXCEPTION",
 		Why:  "kfake does not validate topic names; Kafka and the sidecar (KAFKA-ON-IGGY.md §1) refuse them with INVALID_TOPIC_EXCEPTION"},
-	{Step: "create topic with cleanup.policy=compact", Field: "error",
-		Want: "40 INVALID_CONFIG", Target: "sidecar",
-		Why: "Iggy has no compaction: the sidecar refuses compact with INVALID_CONFIG (KAFKA-ON-IGGY.md §1); kfake accepts it"},
-	{Step: "describe configs", Field: "cleanup.policy",
-		Want: "delete (DEFAULT_CONFIG)", Target: "sidecar",
-		Why: "Iggy has no cleanup policy to store (only delete exists), so the sidecar accepts cleanup.policy=delete at create and always reports it as the default"},
 }
 
 // kafkaSemantics are values Apache Kafka gives for the scenario; every
 // target must show them (a reference target is excused where an
 // intendedDifference with Want says kfake deviates).
 var kafkaSemantics = map[string]map[string]string{
-	"create topic":                         {"error": "0 NONE"},
-	"create the same topic again":          {"error": "36 TOPIC_ALREADY_EXISTS"},
-	"create topic with an illegal name":    {"error": "17 INVALID_TOPIC_EXCEPTION"},
-	"metadata of an unknown topic":         {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
-	"describe configs of an unknown topic": {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
-	"fetch beyond the high watermark":      {"error": "1 OFFSET_OUT_OF_RANGE"},
-	"list offsets of an unknown partition": {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
+	"create topic":                             {"error": "0 NONE"},
+	"create the same topic again":              {"error": "36 TOPIC_ALREADY_EXISTS"},
+	"create topic with an illegal name":        {"error": "17 INVALID_TOPIC_EXCEPTION"},
+	"create topic with cleanup.policy=compact": {"error": "0 NONE"},
+	"metadata of an unknown topic":             {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
+	"describe configs of an unknown topic":     {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
+	"fetch beyond the high watermark":          {"error": "1 OFFSET_OUT_OF_RANGE"},
+	"list offsets of an unknown partition":     {"error": "3 UNKNOWN_TOPIC_OR_PARTITION"},
 	"metadata": {"partitions": "3", "p0 error": "0 NONE", "p1 error": "0 NONE", "p2 error": "0 NONE",
 		"p0 leader known": "true", "p1 leader known": "true", "p2 leader known": "true"},
 	"list offsets earliest": {"p0": "0 NONE offset=0", "p1": "0 NONE offset=0", "p2": "0 NONE offset=0"},

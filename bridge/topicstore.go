@@ -1,0 +1,438 @@
+package bridge
+
+// The topic-config store: the Kafka topic state Iggy has no place for,
+// held in Iggy itself, so every sidecar of one Iggy server reports and
+// enforces the same values and they survive restarts. No consensus of our
+// own: the order of the store's messages in Iggy is the order of changes.
+//
+// Layout. Iggy stream "__kafka_iggy", topic "topic_configs", one partition,
+// never expiring; created by the first sidecar that writes (the stream is
+// outside the default stream, so Kafka clients never see it). Each message
+// is one JSON record (payload), keyed by the Iggy topic it describes and
+// that topic's incarnation (its Iggy topic id and creation time, so a topic
+// deleted and created again under the same name starts from the defaults):
+//
+//	{"v":1,"kind":"configs","stream":"kafka","topic":"orders","topic_id":3,
+//	 "created_at":1764621000123456,"configs":{"cleanup.policy":"compact"}}
+//	{"v":1,"kind":"log_start","stream":"kafka","topic":"orders","topic_id":3,
+//	 "created_at":1764621000123456,"partition":0,"offset":2295}
+//
+// A configs record is the topic's whole set of gateway-held configs (the
+// held strings of topicheld.go and max.message.bytes under their Kafka
+// names): the latest record of an incarnation wins. A log_start record
+// raises one partition's log start offset (DeleteRecords); the store keeps
+// the highest per partition, so two sidecars purging at once never move it
+// back. Records of another version or that do not parse are skipped.
+//
+// Reading. Each sidecar reads the store from offset 0 at first use and then
+// from where it stopped. Admin requests (CreateTopics, the alters,
+// DescribeConfigs, DeleteRecords) read to the end first, so they see every
+// change any sidecar made before them; Produce, Fetch and ListOffsets use
+// what was read at most storeMaxAge ago (one poll per interval and sidecar
+// when traffic flows), so a change made through one sidecar is enforced by
+// all within that bound. A write is read back at once by its writer.
+//
+// Concurrency. Two alters of one topic through two sidecars at the same
+// moment both read, change and write the whole set: the later write wins,
+// as with two AdminClients racing on a Kafka cluster whose controller
+// serializes them; log start offsets only rise, whoever writes.
+//
+// Cost. One message per topic created with held configs, per alter that
+// changes them, per DeleteRecords partition. The store is read whole at
+// start (a few hundred bytes per record); it is not compacted.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
+)
+
+// Where the store lives in Iggy.
+const (
+	storeStream = "__kafka_iggy"
+	storeTopic  = "topic_configs"
+	// storeMaxAge bounds how stale the hot paths' view of the store is.
+	storeMaxAge = time.Second
+	// storePollCount is the number of records one poll reads.
+	storePollCount = 1000
+	storeVersion   = 1
+)
+
+// storeRecord is one message of the store.
+type storeRecord struct {
+	V         int               `json:"v"`
+	Kind      string            `json:"kind"`
+	Stream    string            `json:"stream"`
+	Topic     string            `json:"topic"`
+	TopicID   uint32            `json:"topic_id"`
+	CreatedAt uint64            `json:"created_at"`
+	Configs   map[string]string `json:"configs,omitempty"`
+	Partition int32             `json:"partition,omitempty"`
+	Offset    int64             `json:"offset,omitempty"`
+}
+
+// incarnation identifies one life of an Iggy topic.
+type incarnation struct {
+	ref     iggy.TopicRef
+	id      uint32
+	created uint64
+}
+
+func incarnationOf(info *iggy.TopicInfo) incarnation {
+	return incarnation{ref: info.Ref, id: info.Details.ID, created: info.Details.CreatedAt}
+}
+
+// storeEntry is what the store holds for one incarnation.
+type storeEntry struct {
+	configs  map[string]string
+	logStart map[int32]int64
+}
+
+// topicStore is a sidecar's view of the store.
+type topicStore struct {
+	b      *Bridge
+	syncMu sync.Mutex // one reader of Iggy at a time; held across polls
+
+	mu       sync.RWMutex
+	topics   map[incarnation]*storeEntry
+	next     uint64    // next store offset to read
+	syncedAt time.Time // last read that reached the end
+	created  bool      // the store topic is known to exist
+
+	measuring  atomic.Bool // a compact-bytes measurement runs
+	pending    atomic.Bool // another measurement is wanted
+	measuredAt time.Time   // under mu
+}
+
+// compactMeasureEvery is how often kafka_iggy_compact_topic_bytes is measured.
+const compactMeasureEvery = 30 * time.Second
+
+func newTopicStore(b *Bridge) *topicStore {
+	return &topicStore{b: b, topics: map[incarnation]*storeEntry{}}
+}
+
+var storeRef = iggy.TopicRef{Stream: storeStream, Topic: storeTopic}
+
+// storeConsumer reads the store (no offsets are stored for it).
+var storeConsumer = icodec.Consumer{
+	Kind: icodec.ConsumerKindConsumer,
+	ID:   icodec.Identifier{Kind: icodec.IdentifierKindString, Value: []byte("kafka-iggy.store")},
+}
+
+// sync reads the store up to its end.
+func (s *topicStore) sync(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.syncLocked(ctx)
+}
+
+func (s *topicStore) syncLocked(ctx context.Context) error {
+	for {
+		s.mu.RLock()
+		next := s.next
+		s.mu.RUnlock()
+		p, err := s.b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
+			Consumer: storeConsumer, StreamID: storeRef.StreamID(), TopicID: storeRef.TopicID(),
+			PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
+			Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: next},
+			Count:       storePollCount,
+		})
+		if err != nil {
+			if iggy.IsNotFound(err) { // nobody wrote yet
+				s.mu.Lock()
+				s.syncedAt = time.Now()
+				s.mu.Unlock()
+				return nil
+			}
+			return err
+		}
+		n := 0
+		it := p.Messages()
+		s.mu.Lock()
+		for it.Next() {
+			m := it.Message()
+			if m.Offset < s.next {
+				continue
+			}
+			s.apply(m.Payload)
+			s.next = m.Offset + 1
+			n++
+		}
+		s.created = true
+		measure := false
+		if n < storePollCount {
+			s.syncedAt = time.Now()
+			if s.syncedAt.Sub(s.measuredAt) >= compactMeasureEvery {
+				s.measuredAt, measure = s.syncedAt, true
+			}
+		}
+		s.mu.Unlock()
+		if measure {
+			s.triggerMeasure()
+		}
+		err = it.Err()
+		p.Release()
+		if err != nil {
+			return err
+		}
+		if n < storePollCount {
+			return nil
+		}
+	}
+}
+
+// apply takes one record into the view (mu held).
+func (s *topicStore) apply(payload []byte) {
+	var r storeRecord
+	if json.Unmarshal(payload, &r) != nil || r.V != storeVersion {
+		return
+	}
+	inc := incarnation{ref: iggy.TopicRef{Stream: r.Stream, Topic: r.Topic}, id: r.TopicID, created: r.CreatedAt}
+	t := s.topics[inc]
+	if t == nil {
+		t = &storeEntry{}
+		s.topics[inc] = t
+	}
+	switch r.Kind {
+	case "configs":
+		t.configs = r.Configs
+	case "log_start":
+		if t.logStart == nil {
+			t.logStart = map[int32]int64{}
+		}
+		if r.Offset > t.logStart[r.Partition] {
+			t.logStart[r.Partition] = r.Offset
+		}
+	}
+}
+
+// triggerMeasure asks for a compact-bytes measurement: one runs in the
+// background, and runs again when asked while it was running.
+func (s *topicStore) triggerMeasure() {
+	s.pending.Store(true)
+	if !s.measuring.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		for s.pending.Swap(false) {
+			s.measureCompact()
+		}
+		s.measuring.Store(false)
+		if s.pending.Load() {
+			s.triggerMeasure()
+		}
+	}()
+}
+
+// measureCompact sets kafka_iggy_compact_topic_bytes: the stored size of
+// every topic whose current incarnation's cleanup.policy includes compact.
+func (s *topicStore) measureCompact() {
+	s.mu.RLock()
+	var compact []incarnation
+	for inc, t := range s.topics {
+		if isCompactPolicy(t.configs[cleanupPolicyName]) {
+			compact = append(compact, inc)
+		}
+	}
+	s.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var total int64
+	for _, inc := range compact {
+		info, err := s.b.iggy.RefreshTopic(ctx, inc.ref)
+		if err != nil {
+			if iggy.IsNotFound(err) {
+				continue
+			}
+			return // keep the last figure
+		}
+		if incarnationOf(info) == inc {
+			total += int64(info.Details.SizeBytes)
+		}
+	}
+	s.b.metrics.SetCompactBytes(total)
+}
+
+// fresh reads the store when the view is older than storeMaxAge. A failed
+// read keeps the older view (logged); the hot paths go on with it.
+func (s *topicStore) fresh(ctx context.Context) {
+	s.mu.RLock()
+	ok := time.Since(s.syncedAt) < storeMaxAge
+	s.mu.RUnlock()
+	if ok {
+		return
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.mu.RLock()
+	ok = time.Since(s.syncedAt) < storeMaxAge
+	s.mu.RUnlock()
+	if ok {
+		return
+	}
+	if err := s.syncLocked(ctx); err != nil && ctx.Err() == nil {
+		s.b.log.Warn().Err(err).Msg("topic-config store: read failed; using the last values read")
+	}
+}
+
+// value returns a topic's stored config name (a recent view).
+func (s *topicStore) value(ctx context.Context, info *iggy.TopicInfo, name string) (string, bool) {
+	s.fresh(ctx)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t := s.topics[incarnationOf(info)]
+	if t == nil {
+		return "", false
+	}
+	v, ok := t.configs[name]
+	return v, ok
+}
+
+// logStart returns a partition's log start offset (0 when never raised),
+// from a recent view.
+func (s *topicStore) logStart(ctx context.Context, info *iggy.TopicInfo, partition int32) int64 {
+	s.fresh(ctx)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.topics[incarnationOf(info)]; t != nil {
+		return t.logStart[partition]
+	}
+	return 0
+}
+
+// overlay sets the topic's stored configs on o.
+func (s *topicStore) overlay(info *iggy.TopicInfo, o optionSet) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.topics[incarnationOf(info)]; t != nil {
+		overlayStored(o, t.configs)
+	}
+}
+
+// overlayStored sets stored configs (as storedConfigs makes them) on o.
+func overlayStored(o optionSet, configs map[string]string) {
+	for k, v := range configs {
+		if k == maxMessageBytesName {
+			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+				spec, _ := icodec.LookupOption(gatewayOptions, optMaxMessageBytes)
+				o.set(spec, n)
+			}
+			continue
+		}
+		if _, ok := heldConfigs[k]; ok {
+			o.held[k] = v
+		}
+	}
+}
+
+// storedConfigs is what a configs record holds for set: the held strings
+// and an explicit max.message.bytes.
+func storedConfigs(set optionSet) map[string]string {
+	out := make(map[string]string, len(set.held)+1)
+	for k, v := range set.held {
+		out[k] = v
+	}
+	if set.explicit[optMaxMessageBytes] {
+		out[maxMessageBytesName] = strconv.FormatUint(set.vals[optMaxMessageBytes], 10)
+	}
+	return out
+}
+
+// sameConfigs reports whether two stored sets are equal.
+func sameConfigs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// putConfigs writes the topic's held configs of set.
+func (s *topicStore) putConfigs(ctx context.Context, info *iggy.TopicInfo, set optionSet) error {
+	inc := incarnationOf(info)
+	err := s.put(ctx, storeRecord{Kind: "configs", Stream: inc.ref.Stream, Topic: inc.ref.Topic, TopicID: inc.id, CreatedAt: inc.created, Configs: storedConfigs(set)})
+	if err == nil {
+		s.triggerMeasure() // the set of compact topics may have changed
+	}
+	return err
+}
+
+// put appends one record (creating the store on first use) and reads the
+// store up to it, so the writer sees its own change at once.
+func (s *topicStore) put(ctx context.Context, r storeRecord) error {
+	r.V = storeVersion
+	payload, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	msgs := s.b.iggy.NewMessages()
+	id := randomID()
+	if err := msgs.Add(id, uint64(time.Now().UnixMicro()), payload, nil); err != nil {
+		msgs.Release()
+		return err
+	}
+	if _, err := s.b.iggy.Send(ctx, storeRef, 0, msgs); err != nil {
+		if iggy.IsNotFound(err) {
+			s.mu.Lock()
+			s.created = false
+			s.mu.Unlock()
+		}
+		return err
+	}
+	return s.sync(ctx)
+}
+
+// ensure creates the store's stream and topic unless they are known to
+// exist; a concurrent creation by another sidecar is fine.
+func (s *topicStore) ensure(ctx context.Context) error {
+	s.mu.RLock()
+	created := s.created
+	s.mu.RUnlock()
+	if created {
+		return nil
+	}
+	if _, err := s.b.iggy.GetTopic(ctx, storeRef); err == nil {
+		s.mu.Lock()
+		s.created = true
+		s.mu.Unlock()
+		return nil
+	}
+	if _, err := s.b.iggy.EnsureStream(ctx, storeStream); err != nil {
+		return err
+	}
+	expiry, _ := icodec.LookupOption(icodec.TopicOptions, optMessageExpiry)
+	var opts icodec.Options
+	if expiry != nil {
+		opts = icodec.Options{encodeOption(expiry, math.MaxUint64)}
+	}
+	_, err := s.b.iggy.CreateTopic(ctx, storeRef, 1, opts)
+	if err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+		return err
+	}
+	s.mu.Lock()
+	s.created = true
+	s.mu.Unlock()
+	return nil
+}
+
+// randomID is a random UUID v4 message id.
+func randomID() wire.U128 {
+	var d RecordDecoder
+	return d.newID()
+}
