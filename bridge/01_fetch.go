@@ -69,6 +69,7 @@ package bridge
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,12 +167,14 @@ type fetchPart struct {
 }
 
 // fetchResponse is a FetchResponse whose record bytes live in a pooled
-// buffer, returned to the pool by AppendTo, or by Release after
-// AppendVectored: encode it once.
+// buffer, returned to the pool (and its bytes to the memory budget) by
+// AppendTo, or by Release after AppendVectored: encode it once.
 type fetchResponse struct {
 	*kmsg.FetchResponse
-	buf  *bytebufferpool.ByteBuffer
-	cuts []Cut
+	buf    *bytebufferpool.ByteBuffer
+	cuts   []Cut
+	budget *Budget
+	held   int64 // budget bytes of buf, returned by Release
 }
 
 var _ VectoredResponse = (*fetchResponse)(nil)
@@ -226,6 +229,8 @@ func (r *fetchResponse) Release() {
 	r.cuts = r.cuts[:0]
 	fetchBufPool.Put(r.buf)
 	r.buf = nil
+	r.budget.Release(r.held)
+	r.held = 0
 }
 
 // fetchPlainEncoding reports whether resp holds only what appendFetchResponse
@@ -378,9 +383,10 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	minBytes := min(int(req.MinBytes), respMax)
 
 	buf := fetchBufPool.Get()
-	got, failed, cut := f.pass(ctx, rq, parts, buf, respMax)
+	res := &fetchReserve{budget: f.b.budget, deadline: deadline}
+	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
-		f.wait(ctx, rq, parts, buf, respMax, minBytes, deadline, wake)
+		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
 	}
 	for i := range parts {
 		p := &parts[i]
@@ -390,7 +396,60 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
 		}
 	}
-	return &fetchResponse{FetchResponse: resp, buf: buf}, nil
+	return &fetchResponse{FetchResponse: resp, buf: buf, budget: res.budget, held: res.held}, nil
+}
+
+// fetchMinGrant is the least budget a fetch waits for when none is free
+// (up to its max_wait): room for a Kafka-default-sized record batch.
+const fetchMinGrant = 1 << 20
+
+// fetchReserve is the memory budget a fetch holds: before each pass, room
+// for the response and for one poll's reply (up to fetchMaxPollBytes);
+// after it, the response bytes only, until the reply is written.
+type fetchReserve struct {
+	budget   *Budget
+	deadline time.Time
+	held     int64
+}
+
+// grow takes what the next pass may use, waiting up to the deadline (or
+// until ctx ends) for at least fetchMinGrant when nothing is free, and
+// returns the response limit within it; ok false: no budget, the pass
+// reads offsets only (no record, not even KIP-74's first one).
+func (r *fetchReserve) grow(ctx context.Context, respMax int) (limit int, ok bool) {
+	if r.budget == nil {
+		return respMax, true
+	}
+	want := int64(respMax) + int64(min(respMax, fetchMaxPollBytes))
+	if r.held < want {
+		r.held += r.budget.TryUpTo(want - r.held)
+	}
+	if need := r.budget.Clamp(min(want, fetchMinGrant)); r.held < need && time.Until(r.deadline) > 0 {
+		wctx, cancel := context.WithDeadline(ctx, r.deadline)
+		n, _ := r.budget.Acquire(wctx, need-r.held)
+		cancel()
+		r.held += n
+	}
+	if r.held <= 0 {
+		return 0, false
+	}
+	pollRoom := min(r.held/2, fetchMaxPollBytes)
+	return int(min(int64(respMax), r.held-pollRoom)), true
+}
+
+// settle keeps exactly the response's bytes: the rest goes back, and a
+// first batch larger than the grant (KIP-74) is charged.
+func (r *fetchReserve) settle(used int) {
+	if r.budget == nil {
+		return
+	}
+	switch u := int64(used); {
+	case u > r.held:
+		r.budget.Charge(u - r.held)
+	case u < r.held:
+		r.budget.Release(r.held - u)
+	}
+	r.held = int64(used)
 }
 
 // wait is the long poll: it reads every partition again when a local
@@ -399,7 +458,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 // passes or the client leaves. With more partitions than topics the
 // interval check is one GET_TOPIC per topic (every partition's end offset)
 // instead of one poll per partition.
-func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
+func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchReserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
 	byTopic := fetchTopicsCheaper(parts)
 	var timer *time.Timer
 	for {
@@ -424,7 +483,7 @@ func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			timer.Stop()
 			return
 		}
-		got, failed, cut := f.pass(ctx, rq, parts, buf, respMax)
+		got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 		if failed || cut || got >= minBytes {
 			return
 		}
@@ -550,10 +609,16 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 // record bytes read, whether any partition failed, and whether a size
 // limit left records unread (then more than the response can carry is
 // there: a long poll is satisfied, as Kafka counts the bytes available).
-func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, respMax int) (int, bool, bool) {
+// The pass draws on the memory budget through res: the response gets what
+// the budget grants within respMax.
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchReserve, respMax int) (int, bool, bool) {
 	buf.B = buf.B[:0]
+	respMax, granted := res.grow(ctx, respMax)
+	defer func() { res.settle(len(buf.B)) }()
 	failed, cut := false, false
-	first := true // no record returned yet: the next one goes in whatever its size
+	// No record returned yet: the next one goes in whatever its size
+	// (unless the budget granted nothing at all).
+	first := granted
 	for i := range parts {
 		p := &parts[i]
 		rp := p.rp
@@ -663,6 +728,14 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 					return dst, r
 				}
 				r.cut = !probed && hw > int64(next)
+				if probed && p.offset < hw {
+					// Messages may have landed between the server's read
+					// and its current offset (a produce racing the poll):
+					// out of range only if the log now starts above.
+					if first, ferr := firstOffset(ctx, f.b, ref, p.partition, hw); ferr == nil && first <= p.offset {
+						probed = false
+					}
+				}
 				if p.offset > hw || (probed && p.offset < hw) {
 					// Above the end, or below it with nothing retained
 					// from the offset on (the log starts at its end):
@@ -692,6 +765,10 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		}
 		got := polled.Count
 		avg = max(len(polled.Batches)/int(got), 1)
+		// Room for what this poll can add (Kafka batches take about the
+		// bytes of the Iggy messages they carry), in one step, rather than
+		// append's doubling past the budget's grant.
+		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+kbHeaderSize))
 		before := len(dst)
 		var stats FetchBatchStats
 		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.records)

@@ -55,6 +55,9 @@ type Options struct {
 	// by other sidecars are forwarded to them). Nil: the local
 	// coordinator serves every group, as a single sidecar does.
 	Groups func(local *groups.Coordinator) groups.Service
+	// Budget is the process's memory budget that fetch buffers draw from
+	// (nil: unlimited). The front door shares it (proxy.WithBudget).
+	Budget *Budget
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -72,6 +75,7 @@ type Bridge struct {
 	store    *topicStore    // topic configs and log start offsets in Iggy (topicstore.go)
 	pids     *producerState // producer ids and idempotence (pids.go)
 	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
+	budget   *Budget        // memory budget of fetch buffers (budget.go)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -91,6 +95,7 @@ func New(o Options) (*Bridge, error) {
 		log:    o.Log,
 		iggy:   o.Client,
 		notify: newNotifier(),
+		budget: o.Budget,
 	}
 	broker := o.Broker
 	b.broker.Store(&broker)

@@ -40,6 +40,10 @@ type stackOpts struct {
 	shared *embedded.Server
 	// metrics, when set, receives the bridge's measurements.
 	metrics bridge.Metrics
+	// budget is shared by the bridge and the front door (nil: the proxy's
+	// own); fetchBudget, when set, is the bridge's alone (the front door
+	// keeps its own), so a test can starve fetches without stopping requests.
+	budget, fetchBudget *bridge.Budget
 }
 
 // startStack starts a stack on loopback ports and stops it when the test ends.
@@ -94,11 +98,15 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	if o.bridgeLog != nil {
 		blog = zerolog.New(io.MultiWriter(zerolog.NewTestWriter(t), o.bridgeLog)).Level(zerolog.WarnLevel)
 	}
-	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: blog, Metrics: o.metrics})
+	bb := o.budget
+	if o.fetchBudget != nil {
+		bb = o.fetchBudget
+	}
+	br, err := bridge.New(bridge.Options{Config: o.bridge, Client: cl, Broker: bridge.Broker{NodeID: 0, Host: "127.0.0.1"}, Log: blog, Metrics: o.metrics, Budget: bb})
 	if err != nil {
 		t.Fatal(err)
 	}
-	px, err := proxy.New(o.proxy, br.Table(), log.With().Str("component", "proxy").Logger())
+	px, err := proxy.New(o.proxy, br.Table(), log.With().Str("component", "proxy").Logger(), proxy.WithBudget(o.budget))
 	if err != nil {
 		t.Fatal(err)
 	}

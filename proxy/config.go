@@ -35,6 +35,11 @@ const (
 	// DefaultIdleTimeout closes a connection with nothing in flight and no
 	// traffic for this long: 10 minutes, Kafka's connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultMemoryBytes is the memory budget when limits.memory_bytes is 0
+	// and the process has no cgroup memory limit (1 GiB).
+	DefaultMemoryBytes = 1 << 30
+	// minMemoryBytes is the smallest accepted memory budget (4 MiB).
+	minMemoryBytes = 4 << 20
 	// DefaultDrainTimeout is how long Shutdown lets in-flight requests
 	// finish when its context has no earlier deadline (30s).
 	DefaultDrainTimeout = 30 * time.Second
@@ -126,6 +131,18 @@ type LimitsConfig struct {
 	// before closing connections, when its context has no earlier deadline.
 	// Default 30s.
 	DrainTimeout time.Duration `koanf:"drain_timeout"`
+	// MemoryBytes is the memory budget of the whole process, in bytes:
+	// request frames being assembled, produce batches on their way to Iggy,
+	// fetch buffers and unsent replies all draw from it. When it is used
+	// up, connections stop taking requests off their sockets and fetches
+	// answer what fits (or wait up to their max_wait): backpressure, never
+	// an error. A produce frame draws twice its size (the frame and its
+	// Iggy copy). GOMEMLIMIT is set from it (see docs/OPERATIONS.md). 0
+	// derives it: 3/4 of the cgroup memory limit (cgroup v2 memory.max, v1
+	// memory.limit_in_bytes) when there is one, else 1073741824 (1 GiB).
+	// At least 4194304, and not below limits.max_frame_bytes (whose
+	// default is lowered to the budget when larger). Default 0.
+	MemoryBytes int64 `koanf:"memory_bytes"`
 }
 
 // GnetConfig holds every gnet event-loop setting used, plus the worker pool
@@ -248,6 +265,14 @@ func (c Config) Validate() error {
 	}
 	if l.DrainTimeout <= 0 {
 		bad("limits.drain_timeout", "%v is not positive", l.DrainTimeout)
+	}
+	switch {
+	case l.MemoryBytes < 0:
+		bad("limits.memory_bytes", "%d is negative (0 = derived from the cgroup memory limit)", l.MemoryBytes)
+	case l.MemoryBytes > 0 && l.MemoryBytes < minMemoryBytes:
+		bad("limits.memory_bytes", "%d is below the minimum %d", l.MemoryBytes, minMemoryBytes)
+	case l.MemoryBytes > 0 && int64(l.MaxFrameBytes) > l.MemoryBytes:
+		bad("limits.max_frame_bytes", "%d is above limits.memory_bytes (%d): a frame that large could never be read; lower it or raise the budget", l.MaxFrameBytes, l.MemoryBytes)
 	}
 
 	g := c.Gnet

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"regexp"
 	"strings"
@@ -83,4 +84,51 @@ func TestConfigKoanfTags(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "")
+}
+
+// TestMemoryBudgetConfig: limits.memory_bytes 0 is derived (cgroup limit
+// or the fixed default), a default max_frame_bytes is lowered to a smaller
+// budget, and an explicit frame limit above the budget fails naming the key.
+func TestMemoryBudgetConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	res, source := cfg.Resolved()
+	if lim, ok := CgroupMemoryLimit(); ok {
+		if source != "cgroup" || res.Limits.MemoryBytes != max(lim/4*3, minMemoryBytes) {
+			t.Fatalf("cgroup limit %d: budget %d from %s", lim, res.Limits.MemoryBytes, source)
+		}
+	} else if source != "default" || res.Limits.MemoryBytes != DefaultMemoryBytes {
+		t.Fatalf("no cgroup limit: budget %d from %s", res.Limits.MemoryBytes, source)
+	}
+
+	cfg.Limits.MemoryBytes = 64 << 20
+	res, source = cfg.Resolved()
+	if source != "config" || res.Limits.MaxFrameBytes != 64<<20 || res.Validate() != nil {
+		t.Fatalf("default frame limit under a 64 MiB budget: %d (%v)", res.Limits.MaxFrameBytes, res.Validate())
+	}
+	cfg.Limits.MaxFrameBytes = 65 << 20
+	res, _ = cfg.Resolved()
+	if err := res.Validate(); err == nil || !strings.Contains(err.Error(), "limits.max_frame_bytes") {
+		t.Fatalf("explicit frame limit above the budget: %v", err)
+	}
+	cfg.Limits.MemoryBytes = 1 << 20
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "limits.memory_bytes") {
+		t.Fatalf("budget below the minimum: %v", err)
+	}
+}
+
+func TestReadMemoryLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		text string
+		want int64
+		ok   bool
+	}{{"268435456\n", 268435456, true}, {"max\n", 0, false}, {"9223372036854771712\n", 0, false}} {
+		p := dir + "/memory.max"
+		if err := os.WriteFile(p, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if n, ok := readMemoryLimit(p); n != c.want || ok != c.ok {
+			t.Errorf("%q: %d %v", c.text, n, ok)
+		}
+	}
 }

@@ -99,6 +99,11 @@ type conn struct {
 	// fillPartial).
 	partial     *bytebufferpool.ByteBuffer
 	partialSize int
+	// held is the memory budget granted for the frame at the head of the
+	// input (moved to its job once taken); ticket, while the connection
+	// waits for it.
+	held   int64
+	ticket *bridge.BudgetTicket
 	// closing: the client closed the connection and takeLeftovers is
 	// queueing the requests left in its input. Event-loop only.
 	closing bool
@@ -107,6 +112,9 @@ type conn struct {
 	waitingPool bool
 
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
+	// outHeld is the budget charged for reply bytes gnet holds unsent
+	// (written on the loop, read by OnTick).
+	outHeld atomic.Int64
 
 	mu       sync.Mutex
 	why      closeInfo // first recorded close reason
@@ -168,6 +176,13 @@ func (cs *conn) wake() {
 		_ = cs.gc.Wake(nil)
 	}
 	cs.mu.Unlock()
+}
+
+// isClosed reports whether OnClose ran.
+func (cs *conn) isClosed() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.flags.isSet(flagClosed)
 }
 
 // touch records traffic for the idle timeout.
@@ -307,8 +322,14 @@ func (wb *writeBatch) release() {
 // written is the AsyncWritev callback. It runs on the connection's event
 // loop once the bytes are on the socket or in gnet's outbound buffer (or
 // the connection is gone), and must not block.
-func (wb *writeBatch) written(_ gnet.Conn, err error) error {
+func (wb *writeBatch) written(c gnet.Conn, err error) error {
 	s, cs, n, bytes := wb.s, wb.cs, wb.replies, wb.bytes
+	if c != nil && err == nil && !cs.isClosed() {
+		// Charge what gnet kept of the bytes before their own budget
+		// goes back with the batch (after OnClose nothing is charged:
+		// it released the connection's account).
+		s.settleOutbound(c, cs)
+	}
 	wb.release()
 	if err == nil {
 		s.metrics.BytesOut(bytes)
@@ -327,6 +348,7 @@ type job struct {
 	cs      *conn
 	seq     uint64
 	frame   *bytebufferpool.ByteBuffer // request frame, size prefix excluded
+	held    int64                      // memory budget of the frame (and its produce copy)
 	bodyOff int
 	rq      bridge.Request
 }

@@ -56,6 +56,17 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
+// WithBudget sets the process's memory budget the front door draws from
+// (shared with the bridge's fetches). Default: one of
+// limits.memory_bytes (derived as Config.Resolved says when 0).
+func WithBudget(b *bridge.Budget) Option {
+	return func(s *Server) {
+		if b != nil {
+			s.budget = b
+		}
+	}
+}
+
 // Server is the Kafka front door: a gnet v2 engine whose event loops split
 // request frames off client sockets and hand them to a bounded worker pool,
 // which decodes them, calls the Dispatcher and queues replies that each
@@ -72,6 +83,7 @@ type Server struct {
 	log     zerolog.Logger
 	gnetLog gnetLogger
 	metrics Metrics
+	budget  *bridge.Budget // limits.memory_bytes: frames, produce copies, unsent replies
 
 	inPool    bytebufferpool.Pool // request frames
 	bigPool   bytebufferpool.Pool // request frames of bigFrame bytes or more
@@ -110,6 +122,7 @@ type Server struct {
 // New checks cfg and builds a Server that serves d. log receives the
 // server's and gnet's log lines. Nothing listens until Start.
 func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server, error) {
+	cfg, _ = cfg.Resolved()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -129,6 +142,12 @@ func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server,
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.budget == nil {
+		s.budget = bridge.NewBudget(cfg.Limits.MemoryBytes)
+	}
+	if total := s.budget.Total(); int64(cfg.Limits.MaxFrameBytes) > total {
+		return nil, fmt.Errorf("limits.max_frame_bytes: %d is above the memory budget (%d bytes): a frame that large could never be read", cfg.Limits.MaxFrameBytes, total)
 	}
 	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
 	s.pool = newWorkerPool(cfg.Gnet.WorkerPoolSize, cfg.Gnet.WorkerQueueSize, s.serve)
@@ -375,6 +394,7 @@ func (s *Server) putJob(j *job) {
 	if j.frame != nil {
 		s.putFrame(j.frame)
 	}
+	s.budget.Release(j.held)
 	*j = job{}
 	s.jobPool.Put(j)
 }
@@ -448,6 +468,8 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 		s.putFrame(cs.partial)
 		cs.partial, cs.partialSize = nil, 0
 	}
+	s.dropReservation(cs)
+	s.budget.Release(cs.outHeld.Swap(0))
 	if cs.parked != nil && finishing {
 		// The parked job heads this connection's queue: run it, and what
 		// is queued behind it, off the pool (serveOne skips all but the
@@ -529,6 +551,9 @@ func (s *Server) takeLeftovers(c gnet.Conn, cs *conn, err error) bool {
 			}
 			continue
 		}
+		// Bytes gnet holds already: charged, not waited for.
+		held := int64(size)
+		s.budget.Charge(held)
 		buf := s.getFrame(size)
 		if cap(buf.B) < size {
 			buf.B = make([]byte, size)
@@ -537,9 +562,10 @@ func (s *Server) takeLeftovers(c gnet.Conn, cs *conn, err error) bool {
 		}
 		if terr := takeFrame(c, buf.B); terr != nil {
 			s.putFrame(buf)
+			s.budget.Release(held)
 			return true
 		}
-		if s.accept(cs, buf, now) != gnet.None {
+		if s.accept(cs, buf, held, now) != gnet.None {
 			return true
 		}
 	}
@@ -585,6 +611,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	now := time.Now()
 	cs.touch(now)
+	s.settleOutbound(c, cs)
 	if cs.parked != nil {
 		if !s.pool.submit(cs.parked, cs) {
 			return s.paused(c, cs)
@@ -633,11 +660,22 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 			buf, size = cs.partial, cs.partialSize
 			cs.partial, cs.partialSize = nil, 0
 		} else {
+			// The frame's budget comes first: nothing of it is taken off
+			// gnet's buffer (or allocated) before it is granted.
 			var complete bool
 			var err error
 			size, complete, err = pendingFrame(c, maxFrame)
 			if err != nil {
 				return s.refuseFrame(c, cs, err)
+			}
+			if size == 0 && !complete {
+				return gnet.None // no size prefix yet
+			}
+			switch s.reserveFrame(c, cs, size) {
+			case reserveWait:
+				return s.paused(c, cs)
+			case reserveMore:
+				return gnet.None
 			}
 			if !complete {
 				if size > 0 && c.InboundBuffered() > FrameHeaderSize {
@@ -671,7 +709,9 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 			}
 		}
 		consumed += FrameHeaderSize + size
-		if a := s.accept(cs, buf, now); a != gnet.None {
+		held := cs.held
+		cs.held = 0
+		if a := s.accept(cs, buf, held, now); a != gnet.None {
 			return a
 		}
 		if cs.parked != nil {
@@ -710,17 +750,18 @@ func (s *Server) refuseFrame(c gnet.Conn, cs *conn, err error) gnet.Action {
 
 // accept parses the header of one request frame (owned by buf from here on)
 // and queues it for a worker, or answers/refuses it on the spot.
-func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time) gnet.Action {
+// held is the memory budget the frame drew; the job returns it.
+func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, now time.Time) gnet.Action {
 	frame := buf.B
 	key, version, corrID, err := parseHeaderPrefix(frame)
 	if err != nil {
-		s.putFrame(buf)
+		s.dropFrame(buf, held)
 		cs.fail(closeInfo{reason: CloseBadHeader, err: err, size: int64(len(frame)), limit: headerPrefixSize})
 		return gnet.Close
 	}
 	minV, maxV, known := s.d.Versions(key)
 	if !known || version < minV || version > maxV {
-		s.putFrame(buf)
+		s.dropFrame(buf, held)
 		if known && key == apiVersionsKey {
 			s.answerUnsupportedApiVersions(cs, corrID, version, minV, maxV, now)
 			return gnet.None
@@ -734,14 +775,14 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {
-		s.putFrame(buf)
+		s.dropFrame(buf, held)
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, errUnknownKey))
 		return gnet.Close
 	}
 	req.SetVersion(version)
 	clientID, null, bodyOff, err := parseHeaderRest(frame, req.IsFlexible())
 	if err != nil {
-		s.putFrame(buf)
+		s.dropFrame(buf, held)
 		cs.fail(reqClose(CloseBadHeader, key, version, corrID, err))
 		return gnet.Close
 	}
@@ -756,7 +797,7 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, now time.Time)
 	}
 
 	j := s.getJob()
-	j.cs, j.seq, j.frame, j.bodyOff = cs, s.admit(cs), buf, bodyOff
+	j.cs, j.seq, j.frame, j.bodyOff, j.held = cs, s.admit(cs), buf, bodyOff, held
 	j.rq = bridge.Request{
 		ConnID: cs.id, Remote: cs.remote, ClientID: cid, CorrID: corrID,
 		Key: key, Version: version, Msg: req, Received: now,
@@ -931,6 +972,84 @@ func (s *Server) encode(rq *bridge.Request, resp kmsg.Response) (reply, error) {
 	return rep, nil
 }
 
+// dropFrame returns a frame that will not be served, and its budget.
+func (s *Server) dropFrame(buf *bytebufferpool.ByteBuffer, held int64) {
+	s.putFrame(buf)
+	s.budget.Release(held)
+}
+
+// Outcomes of reserveFrame.
+const (
+	reserveOK   = iota // the frame's budget is held (cs.held)
+	reserveWait        // queued: the budget wakes the connection
+	reserveMore        // the api key is not buffered yet: wait for input
+)
+
+// produceKey is the API key of Produce, whose frames draw twice their size
+// (the frame, and the Iggy messages built from it while it is served).
+const produceKey = 0
+
+// reserveFrame makes sure cs holds the budget of the frame of size bytes
+// at the head of its input before any of it is taken or allocated. When
+// the budget is short it queues the connection, which then takes nothing
+// more until the budget wakes it (the event loop never waits). Event-loop
+// only.
+func (s *Server) reserveFrame(c gnet.Conn, cs *conn, size int) int {
+	if s.budget == nil || cs.held > 0 {
+		return reserveOK
+	}
+	if t := cs.ticket; t != nil {
+		if !t.Granted() {
+			return reserveWait
+		}
+		cs.held, cs.ticket = t.Bytes(), nil
+		return reserveOK
+	}
+	charge := int64(size)
+	if size >= 2 {
+		hdr, err := c.Peek(FrameHeaderSize + 2)
+		if err != nil || len(hdr) < FrameHeaderSize+2 {
+			return reserveMore
+		}
+		if int16(binary.BigEndian.Uint16(hdr[FrameHeaderSize:])) == produceKey {
+			charge *= 2
+		}
+	}
+	charge = max(s.budget.Clamp(charge), 1)
+	if t := s.budget.Queue(charge, cs.wake); t != nil {
+		cs.ticket = t
+		return reserveWait
+	}
+	cs.held = charge
+	return reserveOK
+}
+
+// dropReservation returns (or withdraws) the budget cs holds or waits for
+// for its next frame. Event-loop only (OnClose).
+func (s *Server) dropReservation(cs *conn) {
+	if cs.ticket != nil {
+		if s.budget.Cancel(cs.ticket) {
+			s.budget.Release(cs.ticket.Bytes())
+		}
+		cs.ticket = nil
+	}
+	s.budget.Release(cs.held)
+	cs.held = 0
+}
+
+// settleOutbound keeps the budget's account of the reply bytes gnet holds
+// for cs (copied into its outbound buffer when the socket did not take
+// them at once) equal to what it holds now. Event-loop only.
+func (s *Server) settleOutbound(c gnet.Conn, cs *conn) {
+	n := int64(c.OutboundBuffered())
+	switch prev := cs.outHeld.Swap(n); {
+	case n > prev:
+		s.budget.Charge(n - prev)
+	case n < prev:
+		s.budget.Release(prev - n)
+	}
+}
+
 // OnTick closes idle connections and wakes those paused on unsent output.
 // It runs on gnet's ticker goroutine, not on an event loop.
 func (h *handler) OnTick() (time.Duration, gnet.Action) {
@@ -952,7 +1071,9 @@ func (h *handler) OnTick() (time.Duration, gnet.Action) {
 			cs.mu.Unlock()
 			continue
 		}
-		if cs.flags.isSet(flagPausedOutbound) {
+		if cs.flags.isSet(flagPausedOutbound) || cs.outHeld.Load() > 0 {
+			// Resume reading, or let the loop see how much of the
+			// unsent output went out (settleOutbound).
 			cs.flags.clear(flagPausedOutbound)
 			_ = cs.gc.Wake(nil)
 		}

@@ -54,6 +54,19 @@ type started struct {
 // limits.drain_timeout, and everything closes in reverse order.
 func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart func(started)) error {
 	metrics := admin.NewMetrics(version)
+	// One memory budget for the process: the front door and the fetches
+	// draw from it, GOMEMLIMIT follows it.
+	var budgetSource string
+	cfg.Proxy, budgetSource = cfg.Proxy.Resolved()
+	if err := cfg.Proxy.Validate(); err != nil {
+		return err
+	}
+	budget := bridge.NewBudget(cfg.Proxy.Limits.MemoryBytes)
+	metrics.SetBudget(budget)
+	memLimit := applyGoMemLimit(budget.Total(), log)
+	log.Info().Int64("memory_budget_bytes", budget.Total()).Str("memory_budget_source", budgetSource).
+		Int64("gomemlimit_bytes", memLimit).Int("max_frame_bytes", cfg.Proxy.Limits.MaxFrameBytes).Msg("memory budget")
+	go returnAfterBursts(ctx, budget, log)
 	ready := admin.NewReadiness()
 	var closers []func()
 	defer func() {
@@ -89,11 +102,11 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 	}()
 
-	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge()})
+	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge(), Budget: budget})
 	if err != nil {
 		return err
 	}
-	px, err := proxy.New(cfg.Proxy, br.Table(), log, proxy.WithMetrics(metrics.Proxy()))
+	px, err := proxy.New(cfg.Proxy, br.Table(), log, proxy.WithMetrics(metrics.Proxy()), proxy.WithBudget(budget))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,70 @@
+package bridge_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+)
+
+// TestBudgetFIFO: takers are served in order, a large one is not overtaken
+// by smaller ones arriving after it, and one larger than the whole budget
+// runs as the whole budget once everything else is released.
+func TestBudgetFIFO(t *testing.T) {
+	b := bridge.NewBudget(100)
+	if got := b.TryUpTo(60); got != 60 {
+		t.Fatalf("TryUpTo(60) = %d", got)
+	}
+	var bigDone atomic.Bool
+	big := b.Queue(500, func() { bigDone.Store(true) }) // clamped to 100
+	if big == nil || big.Bytes() != 100 {
+		t.Fatalf("a request above the total is queued as the total: %+v", big)
+	}
+	if b.TryUpTo(10) != 0 || b.Queue(10, func() {}) == nil {
+		t.Fatal("a small taker overtook the queued large one")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if n, err := b.Acquire(ctx, 1); n != 0 || err == nil {
+		t.Fatalf("Acquire behind the queue: %d %v", n, err)
+	}
+	b.Release(60)
+	if !bigDone.Load() || !big.Granted() || b.InUse() != 100 {
+		t.Fatalf("after release: granted %v, in use %d", big.Granted(), b.InUse())
+	}
+	b.Release(100) // the big one finishes; the small queued one gets in
+	if b.InUse() != 10 {
+		t.Fatalf("in use %d, want the queued 10", b.InUse())
+	}
+	if b.Waits() != 3 || b.Peak() != 100 {
+		t.Fatalf("waits %d peak %d", b.Waits(), b.Peak())
+	}
+}
+
+// TestBudgetCancelAndCharge: a cancelled head of the queue lets the next
+// in; Charge may pass the total and makes new takers wait.
+func TestBudgetCancelAndCharge(t *testing.T) {
+	b := bridge.NewBudget(100)
+	b.Charge(90)
+	head := b.Queue(50, func() {})
+	var next atomic.Bool
+	if b.Queue(5, func() { next.Store(true) }) == nil {
+		t.Fatal("queued behind the head")
+	}
+	if b.Cancel(head) {
+		t.Fatal("cancelled ticket reported granted")
+	}
+	if !next.Load() || b.InUse() != 95 {
+		t.Fatalf("after cancelling the head: next %v, in use %d", next.Load(), b.InUse())
+	}
+	b.Charge(50)
+	if b.InUse() != 145 || b.TryUpTo(1) != 0 {
+		t.Fatalf("charge past the total: in use %d", b.InUse())
+	}
+	var nilB *bridge.Budget
+	if nilB.TryUpTo(7) != 7 || nilB.Queue(7, nil) != nil {
+		t.Fatal("a nil budget is unlimited")
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+)
+
+// goMemLimit is the Go runtime's soft memory limit for a memory budget of
+// budget bytes: the budget plus 1/8 for the runtime's own use (goroutine
+// stacks, gnet's per-connection buffers, caches, garbage not yet
+// collected). With a budget derived from a cgroup limit (3/4 of it) that
+// is about 0.84 of the limit, leaving the rest before an OOM kill.
+func goMemLimit(budget int64) int64 { return budget + budget/8 }
+
+// applyGoMemLimit sets the runtime's memory limit from the budget unless
+// the environment sets GOMEMLIMIT, and returns the limit in force.
+func applyGoMemLimit(budget int64, log zerolog.Logger) int64 {
+	if v := os.Getenv("GOMEMLIMIT"); v != "" {
+		limit := debug.SetMemoryLimit(-1)
+		log.Info().Str("gomemlimit", v).Int64("gomemlimit_bytes", limit).Msg("GOMEMLIMIT from the environment kept")
+		return limit
+	}
+	limit := goMemLimit(budget)
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
+// Burst detection of returnAfterBursts.
+const (
+	memCheckEvery = time.Second
+	// A burst held more than half the budget; it is over once less than
+	// 1/8 is held for memQuietChecks checks in a row.
+	memQuietChecks = 3
+)
+
+// returnAfterBursts gives memory back to the OS once a burst is over: when
+// the budget was more than half used and has stayed below 1/8 for a few
+// seconds, the heap is collected and its free pages returned at once
+// (debug.FreeOSMemory), instead of the background scavenger's slow pace
+// keeping the burst's peak as RSS. It runs until ctx ends.
+func returnAfterBursts(ctx context.Context, b *bridge.Budget, log zerolog.Logger) {
+	total := b.Total()
+	if total <= 0 {
+		return
+	}
+	t := time.NewTicker(memCheckEvery)
+	defer t.Stop()
+	high, quiet := false, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		use := b.InUse()
+		switch {
+		case use > total/2:
+			high, quiet = true, 0
+		case high && use < total/8:
+			quiet++
+			if quiet >= memQuietChecks {
+				debug.FreeOSMemory()
+				high, quiet = false, 0
+				log.Debug().Int64("budget_in_use", use).Msg("burst over: heap returned to the OS")
+			}
+		default:
+			quiet = 0
+		}
+	}
+}
