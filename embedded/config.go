@@ -24,6 +24,8 @@ const (
 	// DefaultServerVersion is the build version announced at login and in
 	// GET_STATS.
 	DefaultServerVersion = "0.9.0-embedded"
+	// DefaultServerVersion012 replaces DefaultServerVersion with protocol 0.12.
+	DefaultServerVersion012 = "0.10.0-embedded"
 	// DefaultMaxFrameBytes is the largest accepted frame, header included
 	// (64 MiB, reference §1.2).
 	DefaultMaxFrameBytes = iggy.LimitMaxFrameSize
@@ -55,12 +57,16 @@ type Config struct {
 	// RootPassword is the root user's password at first start
 	// (3..100 bytes). Default "iggy".
 	RootPassword string `koanf:"root_password"`
-	// Protocol is the protocol generation, "0.11" (the only one supported;
-	// a later version adds "0.12"). Clients 0.11.0..0.11.1023 are accepted.
-	// Default "0.11".
+	// Protocol is the protocol generation the server speaks: "0.11" (Iggy
+	// server 0.9; clients 0.11.0..0.11.1023 are accepted) or "0.12" (Iggy
+	// server 0.10, held to the 0.10 rules of docs/iggy-protocol-0.12.md:
+	// clients 0.12.0..0.12.1023, a bind secret in the login bodies, the 0.12
+	// reply shapes, UPDATE_RESOURCE instead of the update commands, purge and
+	// flush refused as unknown). Default "0.11".
 	Protocol string `koanf:"protocol"`
 	// ServerVersion is the build version string sent in the login reply and
-	// GET_STATS. Default "0.9.0-embedded".
+	// GET_STATS. Default "0.9.0-embedded" ("0.10.0-embedded" with protocol
+	// 0.12).
 	ServerVersion string `koanf:"server_version"`
 	// MaxFrameBytes is the largest frame accepted or sent, header included,
 	// in bytes: 512 .. 67108864. A larger frame drops the connection.
@@ -96,7 +102,7 @@ type Config struct {
 	// only a pinned external-group uses it). When false the server answers
 	// kind 3 as a real 0.11 server does: GET_CONSUMER_OFFSET status 0 with
 	// an empty body, STORE and DELETE_CONSUMER_OFFSET ResourceNotFound.
-	// Default false.
+	// Always on with protocol 0.12, whose wire has kind 3. Default false.
 	ExternalGroups bool `koanf:"external_groups"`
 	// SDKDurabilityOptions serves the topic option keys "durability" and
 	// "consumer_offset_durability" (String "replicated" or "persisted") as
@@ -200,6 +206,8 @@ func protocolOf(s string) (iggy.ProtocolVersion, error) {
 	switch s {
 	case "0.11", "0.11.0":
 		return iggy.Protocol011, nil
+	case "0.12", "0.12.0":
+		return iggy.Protocol012, nil
 	}
-	return 0, fmt.Errorf("unsupported protocol %q (supported: 0.11)", s)
+	return 0, fmt.Errorf("unsupported protocol %q (supported: 0.11, 0.12)", s)
 }

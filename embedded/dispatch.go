@@ -61,7 +61,7 @@ type encoder interface {
 func (c *conn) okResult(payload encoder) outcome {
 	body := iggy.AppendResultOK(c.out[:0])
 	if payload != nil {
-		body = payload.AppendTo(body)
+		body = c.s.proto.Outgoing(payload).AppendTo(body)
 	}
 	c.out = body
 	return outcome{body: body}
@@ -72,7 +72,7 @@ func (c *conn) okBody(payload encoder) outcome {
 	if payload == nil {
 		return outcome{}
 	}
-	c.out = payload.AppendTo(c.out[:0])
+	c.out = c.s.proto.Outgoing(payload).AppendTo(c.out[:0])
 	return outcome{body: c.out}
 }
 
@@ -123,6 +123,8 @@ func (s *Server) handlerTable() map[handlerKey]*handler {
 		iggy.CodeCreateTopic:               s.createTopic,
 		iggy.CodeDeleteTopic:               s.deleteTopic,
 		iggy.CodeUpdateTopic:               s.updateTopic,
+		iggy.CodeUpdateResource:            s.updateResource,
+		iggy.CodeGetPartitionRoute:         s.getPartitionRoute,
 		iggy.CodePurgeTopic:                s.purgeTopic,
 		iggy.CodeCreatePartitions:          s.createPartitions,
 		iggy.CodeDeletePartitions:          s.deletePartitions,

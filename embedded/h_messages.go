@@ -177,12 +177,12 @@ func (s *Server) pollMessages(c *conn, r *request) outcome {
 	default:
 		return c.emptyPoll(0, 0)
 	}
-	body := (&iggy.PollMessagesResponse{}).AppendTo(c.out[:0]) // 16-byte prefix, patched below
+	body := s.proto.Outgoing(&iggy.PollMessagesResponse{}).AppendTo(c.out[:0]) // 16-byte prefix (40 at 0.12), patched below
 	maxRecords := int(s.cfg.MaxFrameBytes) - iggy.HeaderSize - len(body)
 	body, n, last := pollInto(body, tg.p.log, fromTimestamp, req.Strategy.Value, start, req.Count, maxRecords)
 	c.out = body
 	resp := iggy.PollMessagesResponse{PartitionID: tg.p.id, CurrentOffset: tg.p.stateOf().CurrentOffset, Count: n}
-	resp.AppendTo(body[:0]) // rewrite the prefix in place
+	s.proto.Outgoing(&resp).AppendTo(body[:0]) // rewrite the prefix in place
 	s.readBytes.Add(uint64(len(body)))
 	if n > 0 {
 		if tg.member != nil {
@@ -214,7 +214,7 @@ func (s *Server) resolvePoll(r *request, req *iggy.PollMessagesRequest) (pollTar
 	if req.PartitionID.Present {
 		pid = req.PartitionID.PartitionID
 	}
-	resync := outcome{body: (&iggy.PollMessagesResponse{PartitionID: iggy.LimitPollResyncPartitionID}).AppendTo(nil)}
+	resync := outcome{body: s.proto.Outgoing(&iggy.PollMessagesResponse{PartitionID: iggy.LimitPollResyncPartitionID}).AppendTo(nil)}
 	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
 	if req.Consumer.Kind == iggy.ConsumerKindConsumerGroup {
 		if status != 0 {

@@ -35,6 +35,37 @@ func (s *Server) getClusterMetadata(c *conn, r *request) outcome {
 	}}})
 }
 
+// getPartitionRoute serves GET_PARTITION_ROUTE (0.12) as a one-node
+// cluster: replica 0 is every partition's primary, in view 0. Needs send or
+// poll permission on the topic.
+func (s *Server) getPartitionRoute(c *conn, r *request) outcome {
+	var req iggy.GetPartitionRouteRequest
+	if err := decodeBody(&req, r.body); err != nil {
+		return statusOf(iggy.StatusInvalidCommand)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
+	if status != 0 {
+		return statusOf(status)
+	}
+	acc := s.accessOf(r.sess)
+	if !acc.sendMessages(t.stream.id, t.id) && !acc.pollMessages(t.stream.id, t.id) {
+		return statusOf(iggy.StatusUnauthorized)
+	}
+	var p *partition
+	for _, q := range t.partitions {
+		if q.id == req.PartitionID {
+			p = q
+		}
+	}
+	if p == nil {
+		return statusOf(iggy.StatusPartitionNotFound)
+	}
+	return c.okBody(&iggy.GetPartitionRouteResponse{Incarnation: p.createdAt, MetadataOp: s.commit,
+		PartitionsCount: uint32(len(t.partitions)), PrimaryReplica: 0})
+}
+
 func (s *Server) describeOptions(c *conn, r *request) outcome {
 	var req iggy.DescribeOptionsRequest
 	if err := decodeBody(&req, r.body); err != nil {

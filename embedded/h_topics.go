@@ -106,13 +106,81 @@ func (s *Server) updateTopic(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return statusOf(iggy.StatusInvalidCommand)
 	}
-	if st := s.checkUpdateKeys(req.Options); st != 0 {
+	return s.patchTopic(c, r, &req.StreamID, &req.TopicID, &req.Name, req.Options, nil)
+}
+
+// updateResource serves UPDATE_RESOURCE (0.12): a set/reset patch of a
+// topic's options. The stream and user catalogs hold no updatable key here,
+// so their patches are refused with 4041. Called with Server.mu held.
+func (s *Server) updateResource(c *conn, r *request) outcome {
+	var req iggy.UpdateResourceRequest
+	if err := decodeBody(&req, r.body); err != nil {
+		return statusOf(iggy.StatusInvalidCommand)
+	}
+	switch req.Scope {
+	case iggy.OptionScopeTopic:
+		var p iggy.ResourcePatchTopic
+		if err := decodeBody(&p, req.Patch); err != nil || !validPatch(p.Options, p.Reset) {
+			return statusOf(iggy.StatusInvalidCommand)
+		}
+		return s.patchTopic(c, r, &p.StreamID, &p.TopicID, nil, p.Options, p.Reset)
+	case iggy.OptionScopeStream:
+		var p iggy.ResourcePatchStream
+		if err := decodeBody(&p, req.Patch); err != nil || !validPatch(p.Options, p.Reset) {
+			return statusOf(iggy.StatusInvalidCommand)
+		}
+	case iggy.OptionScopeUser:
+		var p iggy.ResourcePatchUser
+		if err := decodeBody(&p, req.Patch); err != nil || !validPatch(p.Options, p.Reset) {
+			return statusOf(iggy.StatusInvalidCommand)
+		}
+	default:
+		return statusOf(iggy.StatusInvalidCommand)
+	}
+	return statusOf(iggy.StatusUnsupportedOptionKey)
+}
+
+// validPatch applies the set/reset rules: something to do, no key named
+// twice, no key both set and reset.
+func validPatch(set iggy.Options, reset []string) bool {
+	if len(set) == 0 && len(reset) == 0 {
+		return false
+	}
+	seen := make(map[string]bool, len(set)+len(reset))
+	for _, o := range set {
+		if seen[o.Key] {
+			return false
+		}
+		seen[o.Key] = true
+	}
+	for _, k := range reset {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+	}
+	return true
+}
+
+// patchTopic changes a topic's updatable options (set), puts the reset
+// keys back to their defaults and renames it when name is not nil. Called
+// with Server.mu held.
+func (s *Server) patchTopic(c *conn, r *request, streamID, topicID *iggy.Identifier, name *string, set iggy.Options, reset []string) outcome {
+	if st := s.checkUpdateKeys(set); st != 0 {
 		return statusOf(st)
 	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
+	var defaults iggy.Options
+	for _, k := range reset {
+		spec, ok := s.topicOption(k)
+		if !ok || !spec.Updatable {
+			return statusOf(iggy.StatusUnsupportedOptionKey)
+		}
+		defaults = append(defaults, iggy.Option{Key: spec.Key, Kind: spec.Kind, Value: spec.Default})
+	}
+	t, status := s.resolveTopic(streamID, topicID)
 	if status == 0 {
 		// Pre-execution size check against the topic's segment size (1019).
-		if o, ok := req.Options.Get(optMaxTopicSize); ok {
+		if o, ok := set.Get(optMaxTopicSize); ok {
 			spec, _ := s.topicOption(optMaxTopicSize)
 			if v, ok := parseOptionValue(spec, o.Kind, o.Value); ok && v.u64 != 0 && v.u64 != math.MaxUint64 && v.u64 < t.cfg.segmentSize {
 				return statusOf(iggy.StatusInvalidTopicSize)
@@ -125,17 +193,18 @@ func (s *Server) updateTopic(c *conn, r *request) outcome {
 	if !s.accessOf(r.sess).manageTopic(t.stream.id, t.id) {
 		return resultErr(iggy.StatusUnauthorized)
 	}
-	explicit, derived := patchOptions(t.explicit, t.derived, req.Options)
+	explicit, derived := patchOptions(t.explicit, t.derived, set)
+	explicit, derived = resetOptions(explicit, derived, defaults)
 	cfg, status := s.resolveTopicConfig(explicit, derived)
 	if status != 0 {
 		return resultErr(status)
 	}
-	if req.Name != t.name {
-		if _, ok := t.stream.byName[req.Name]; ok {
+	if name != nil && *name != t.name {
+		if _, ok := t.stream.byName[*name]; ok {
 			return resultErr(iggy.StatusTopicNameAlreadyExists)
 		}
 		delete(t.stream.byName, t.name)
-		t.name = req.Name
+		t.name = *name
 		t.stream.byName[t.name] = t.id
 	}
 	cfg.segmentSize, cfg.enforceFsync, cfg.offsetsFsync = t.cfg.segmentSize, t.cfg.enforceFsync, t.cfg.offsetsFsync // create-only

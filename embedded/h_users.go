@@ -23,16 +23,29 @@ func (s *Server) login(c *conn, r *request) outcome {
 	if _, err := vi.DecodeFrom(r.body); err != nil {
 		return evictWith(iggy.EvictionReasonMalformedLogin)
 	}
-	if !iggy.Compatible(iggy.ProtocolVersion(vi.ProtocolVersion), s.proto, s.proto) {
+	if !s.proto.Accepts(iggy.ProtocolVersion(vi.ProtocolVersion)) {
 		return evictWith(iggy.EvictionReasonIncompatibleProtocol)
 	}
 	// Username/password first, then a token (the body shapes are not
-	// tagged on the wire).
+	// tagged on the wire). At 0.12 both carry a bind secret.
 	var up iggy.LoginRegisterRequest
 	var pat iggy.LoginRegisterWithPATRequest
-	withPassword := decodeBody(&up, r.body) == nil
-	if !withPassword && decodeBody(&pat, r.body) != nil {
-		return evictWith(iggy.EvictionReasonMalformedLogin)
+	withPassword := false
+	if s.proto.Generation() >= iggy.Protocol012 {
+		var up12 iggy.LoginRegisterRequestV12
+		var pat12 iggy.LoginRegisterWithPATRequestV12
+		if withPassword = decodeBody(&up12, r.body) == nil; withPassword {
+			up = iggy.LoginRegisterRequest{VersionInfo: up12.VersionInfo, Username: up12.Username, Password: up12.Password, Context: up12.Context}
+		} else if decodeBody(&pat12, r.body) == nil {
+			pat = iggy.LoginRegisterWithPATRequest{VersionInfo: pat12.VersionInfo, Token: pat12.Token}
+		} else {
+			return evictWith(iggy.EvictionReasonMalformedLogin)
+		}
+	} else {
+		withPassword = decodeBody(&up, r.body) == nil
+		if !withPassword && decodeBody(&pat, r.body) != nil {
+			return evictWith(iggy.EvictionReasonMalformedLogin)
+		}
 	}
 
 	s.mu.Lock()

@@ -39,6 +39,7 @@ func runMain(ctx context.Context, args []string, log zerolog.Logger, stderr io.W
 	fs.StringVar(&cfg.RootPassword, "root-password", cfg.RootPassword, "root user password at first start")
 	fs.BoolVar(&cfg.ReplyToMalformed, "reply-to-malformed", cfg.ReplyToMalformed, "answer requests the real server drops silently (debugging)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", cfg.PprofAddr, "serve net/http/pprof on this loopback host:port (off when empty)")
+	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "protocol generation: 0.11 (Iggy server 0.9) or 0.12 (Iggy server 0.10)")
 	fs.BoolVar(&cfg.ExternalGroups, "external-groups", cfg.ExternalGroups, "enable consumer kind 3 (external groups, post-0.11 semantics)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

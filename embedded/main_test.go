@@ -46,7 +46,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	bad := Config{Listen: "x", Protocol: "0.12", MaxFrameBytes: 1, ReplyCacheSize: 0}
+	bad := Config{Listen: "x", Protocol: "0.13", MaxFrameBytes: 1, ReplyCacheSize: 0}
 	err := bad.Validate()
 	for _, key := range []string{"listen", "root_username", "root_password", "protocol", "server_version", "max_frame_bytes",
 		"heartbeat_interval", "rebalance_timeout", "retention_interval", "reply_cache_size"} {

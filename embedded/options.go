@@ -326,6 +326,29 @@ func patchOptions(explicit, derived, patch iggy.Options) (iggy.Options, iggy.Opt
 	return ex, de
 }
 
+// resetOptions moves the keys of defaults out of the explicit block and
+// into the derived one with their default values (an UPDATE_RESOURCE reset).
+func resetOptions(explicit, derived, defaults iggy.Options) (iggy.Options, iggy.Options) {
+	if len(defaults) == 0 {
+		return explicit, derived
+	}
+	var ex iggy.Options
+	for _, o := range explicit {
+		if _, ok := defaults.Get(o.Key); !ok {
+			ex = append(ex, o)
+		}
+	}
+	var de iggy.Options
+	for _, o := range derived {
+		if _, ok := defaults.Get(o.Key); !ok {
+			de = append(de, o)
+		}
+	}
+	de = append(de, defaults...)
+	iggy.SortOptions(de)
+	return ex, de
+}
+
 // describeCatalog lists an option catalog for DESCRIBE_OPTIONS.
 func (s *Server) describeCatalog(scope iggy.OptionScope) []iggy.OptionDescriptor {
 	var out []iggy.OptionDescriptor

@@ -65,6 +65,12 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 		return nil, err
 	}
 	proto, _ := protocolOf(cfg.Protocol)
+	if proto.ExternalGroupOffsets() {
+		cfg.ExternalGroups = true // kind 3 is part of the 0.12 wire
+	}
+	if cfg.ServerVersion == DefaultServerVersion && proto.Generation() >= iggy.Protocol012 {
+		cfg.ServerVersion = DefaultServerVersion012
+	}
 	s := &Server{
 		cfg:          cfg,
 		log:          log.With().Str("component", "embedded_iggy").Logger(),

@@ -591,7 +591,12 @@ func (s *Schema) checkFields(owner string, at Pos, fields []*FieldDef, inherited
 		if err := s.checkFieldType(where, f, f.Type, true); err != nil {
 			return err
 		}
-		last := i == len(fields)-1
+		last := true // no later field shares a protocol with f
+		for _, g := range fields[i+1:] {
+			if !s.disjoint(f, g) {
+				last = false
+			}
+		}
 		switch f.Type {
 		case "rest", "batch", "batches":
 			if !last {

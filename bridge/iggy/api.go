@@ -85,7 +85,7 @@ func (c *Client) Poll(ctx context.Context, req *icodec.PollMessagesRequest) (*Po
 		return nil, err
 	}
 	var resp icodec.PollMessagesResponse
-	n, err := resp.DecodeFrom(payload)
+	n, err := c.wireProtocol().DecodePoll(payload, &resp)
 	if err == nil && n != len(payload) {
 		err = errors.New("iggy: poll reply has trailing bytes")
 	}

@@ -54,6 +54,18 @@ type Client struct {
 	proto    atomic.Uint32 // protocol generation of the latest login (0 before)
 
 	meta metaCache
+
+	// announce is the icodec.ProtocolVersion the sessions log in with and
+	// whose shapes requests and replies take; autoProto lets a session
+	// replace it from an IncompatibleProtocol eviction's window
+	// (iggy.protocol auto).
+	announce  atomic.Uint32
+	autoProto bool
+}
+
+// wireProtocol returns the version the sessions announce and speak.
+func (c *Client) wireProtocol() icodec.ProtocolVersion {
+	return icodec.ProtocolVersion(c.announce.Load())
 }
 
 // Option customises a Client beyond Config.
@@ -107,6 +119,9 @@ func New(cfg Config, log zerolog.Logger, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	p, auto, _ := cfg.protocol()
+	c.announce.Store(uint32(p))
+	c.autoProto = auto
 	c.meta.init()
 	c.lanes = make([]*lane, cfg.PoolSize)
 	c.sessions = make([]*session, cfg.PoolSize)
@@ -319,6 +334,11 @@ func (c *Client) encode(req Request) (*call, error) {
 	if size := req.EncodedSize(); size > icodec.MaxFrameSize-icodec.HeaderSize {
 		return nil, &Error{Op: name, Err: ErrMessageTooLarge}
 	}
+	req, err := c.wireProtocol().Request(req)
+	if err != nil {
+		return nil, &Error{Op: name, Err: errors.Join(ErrUnsupported, err)}
+	}
+	code, op = req.Code(), req.Operation()
 	cl := newCall(name, op, code)
 	fb := c.framePool.Get()
 	fb.B = append(fb.B[:0], zeroHeader[:]...)
@@ -404,6 +424,9 @@ func (c *Client) Do(ctx context.Context, req Request, resp Response) error {
 		return err
 	}
 	defer c.putReply(rb)
+	if resp != nil {
+		resp = c.wireProtocol().Reply(resp)
+	}
 	return decodePayload(cl, payload, resp, true)
 }
 

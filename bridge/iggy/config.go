@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -69,6 +70,13 @@ type Config struct {
 	// PersonalAccessToken, when set, logs in with LOGIN_REGISTER_WITH_PAT
 	// instead of username/password. Default "".
 	PersonalAccessToken string `koanf:"personal_access_token"`
+	// Protocol is the Iggy binary protocol generation the sessions speak:
+	// "0.11" (Iggy server 0.9), "0.12" (Iggy server 0.10) or "auto", which
+	// logs in with the newest and, when the server evicts the login as
+	// incompatible, picks the generation its version window accepts (once
+	// per session connect). The chosen one is logged (iggy_protocol) and
+	// exported as upstream_protocol_info{protocol}. Default "auto".
+	Protocol string `koanf:"protocol"`
 	// TLS wraps the connections in TLS.
 	TLS TLSConfig `koanf:"tls"`
 	// PoolSize is the number of persistent sessions (Iggy connections),
@@ -130,6 +138,7 @@ type TLSConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Username:          DefaultUsername,
+		Protocol:          ProtocolAuto,
 		Password:          DefaultPassword,
 		PoolSize:          DefaultPoolSize,
 		RequestTimeout:    DefaultRequestTimeout,
@@ -168,6 +177,9 @@ func (c Config) Validate() error {
 	} else if len(c.PersonalAccessToken) > icodec.LimitMaxNameLength {
 		bad("personal_access_token", "longer than %d bytes", icodec.LimitMaxNameLength)
 	}
+	if _, _, err := c.protocol(); err != nil {
+		bad("protocol", "%v", err)
+	}
 	if c.TLS.CAFile != "" && !c.TLS.Enabled {
 		bad("tls.ca_file", "set but iggy.tls.enabled is false")
 	}
@@ -199,6 +211,26 @@ func (c Config) Validate() error {
 		bad("metadata_ttl", "%v is negative (0 = until invalidated)", c.MetadataTTL)
 	}
 	return errors.Join(errs...)
+}
+
+// ProtocolAuto is the iggy.protocol value that negotiates the generation.
+const ProtocolAuto = "auto"
+
+// protocol parses Protocol: the version to announce first and whether the
+// generation may be renegotiated from an eviction's window.
+func (c Config) protocol() (icodec.ProtocolVersion, bool, error) {
+	if c.Protocol == ProtocolAuto || c.Protocol == "" {
+		return icodec.ProtocolLatest, true, nil
+	}
+	v, err := icodec.ParseProtocolVersion(c.Protocol)
+	if err != nil || !v.Known() || v.Patch() != 0 {
+		var names []string
+		for _, p := range icodec.Protocols {
+			names = append(names, p.Label())
+		}
+		return 0, false, fmt.Errorf("%q is not auto or one of %s", c.Protocol, strings.Join(names, ", "))
+	}
+	return v.Generation(), false, nil
 }
 
 // tlsConfig builds the TLS client configuration, or nil when TLS is off.

@@ -9,6 +9,10 @@ import "time"
 type Metrics interface {
 	// SessionsUp reports the number of logged-in sessions after a change.
 	SessionsUp(n int)
+	// Protocol reports the protocol generation ("0.11", "0.12") a session
+	// logged in with; it changes only when iggy.protocol is auto and the
+	// server's window asks for another.
+	Protocol(label string)
 	// Reconnect counts a session registered again after it was dropped.
 	Reconnect()
 	// InFlight reports the requests on the wire after a change (at most
@@ -30,6 +34,9 @@ type NopMetrics struct{}
 
 // SessionsUp does nothing.
 func (NopMetrics) SessionsUp(int) {}
+
+// Protocol does nothing.
+func (NopMetrics) Protocol(string) {}
 
 // Reconnect does nothing.
 func (NopMetrics) Reconnect() {}

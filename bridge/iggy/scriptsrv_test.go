@@ -155,6 +155,7 @@ func basic(next func(sc *scriptConn, h icodec.RequestHeader, body []byte) [][]by
 func testConfig(addr string) Config {
 	cfg := DefaultConfig()
 	cfg.Address = addr
+	cfg.Protocol = "0.11" // the scripted server answers 0.11 shapes
 	cfg.PoolSize = 1
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.ConnectTimeout = 2 * time.Second

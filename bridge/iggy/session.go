@@ -3,6 +3,7 @@ package iggy
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -100,7 +101,7 @@ func (s *session) run(first chan<- error) {
 		}
 		everUp = true
 		attempt = 0
-		s.log.Info().Uint64("session_id", s.epoch).Str("addr", s.c.cfg.Address).Msg("iggy session up")
+		s.log.Info().Uint64("session_id", s.epoch).Str("addr", s.c.cfg.Address).Str("iggy_protocol", s.c.wireProtocol().Label()).Msg("iggy session up")
 		s.c.sessionUp(1)
 		err = s.serve()
 		s.c.sessionUp(-1)
@@ -129,11 +130,45 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
-// connect dials, wraps TLS and logs in within ConnectTimeout.
+// connect dials, wraps TLS and logs in within ConnectTimeout. With
+// iggy.protocol auto a login evicted as IncompatibleProtocol is tried once
+// more, on a new connection, with the generation the server's window
+// accepts.
 func (s *session) connect() error {
 	deadline := time.Now().Add(s.c.cfg.ConnectTimeout)
 	ctx, cancel := context.WithDeadline(s.c.ctx, deadline)
 	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if err := s.dial(ctx); err != nil {
+			return err
+		}
+		from := s.c.wireProtocol() // what this login announces
+		err := s.login(deadline, from)
+		if err == nil || attempt > 0 || !s.c.autoProto {
+			return err
+		}
+		var ev *icodec.EvictionError
+		if !errors.As(err, &ev) || ev.Header.Reason != icodec.EvictionReasonIncompatibleProtocol {
+			return err
+		}
+		lo, hi := ev.Header.ServerProtocolVersionMin, ev.Header.ServerProtocolVersion
+		to, ok := icodec.PickProtocol(lo, hi)
+		if !ok || to == from {
+			s.log.Warn().Str("iggy_protocol", from.String()).Str("server_protocol_min", lo.String()).
+				Str("server_protocol_max", hi.String()).Msg("iggy login: the server accepts no protocol generation this build speaks")
+			return err
+		}
+		if s.c.announce.CompareAndSwap(uint32(from), uint32(to)) { // one log line when sessions race
+			s.log.Info().Str("iggy_protocol", to.String()).Str("from_protocol", from.String()).
+				Str("server_protocol_min", lo.String()).Str("server_protocol_max", hi.String()).
+				Msg("iggy login: server refused the protocol; switching to the generation its window accepts")
+		}
+		s.teardown()
+	}
+}
+
+// dial opens the TCP (and TLS) connection.
+func (s *session) dial(ctx context.Context) error {
 	conn, err := s.c.dialer.DialContext(ctx, "tcp", s.c.cfg.Address)
 	if err != nil {
 		return fmt.Errorf("iggy: dial %s: %w", s.c.cfg.Address, err)
@@ -161,23 +196,23 @@ func (s *session) connect() error {
 		s.br.Reset(conn)
 	}
 	s.broken = nil
-	return s.login(deadline)
+	return nil
 }
 
 // login registers the session (§1.10): operation 1, request 0, session 0,
-// a fresh nonzero client id.
-func (s *session) login(deadline time.Time) error {
+// a fresh nonzero client id; the body is the generation's (a fresh bind
+// secret at 0.12).
+func (s *session) login(deadline time.Time, proto icodec.ProtocolVersion) error {
 	s.clientID = wire.U128{Lo: rand.Uint64(), Hi: rand.Uint64() | 1}
 	s.epoch, s.reqNo = 0, 0
-	vi := icodec.ClientVersionInfo{ProtocolVersion: uint32(icodec.Protocol011), SdkName: SDKName, SdkVersion: s.c.version}
-	var body interface {
-		EncodedSize() int
-		AppendTo([]byte) []byte
-	}
+	vi := icodec.ClientVersionInfo{SdkName: SDKName, SdkVersion: s.c.version}
+	var secret [icodec.BindSecretSize]byte
+	_, _ = crand.Read(secret[:])
+	var body icodec.Request
 	if tok := s.c.cfg.PersonalAccessToken; tok != "" {
-		body = &icodec.LoginRegisterWithPATRequest{VersionInfo: vi, Token: tok}
+		body = proto.LoginPATRequest(vi, tok, secret)
 	} else {
-		body = &icodec.LoginRegisterRequest{VersionInfo: vi, Username: s.c.cfg.Username, Password: s.c.cfg.Password}
+		body = proto.LoginRequest(vi, s.c.cfg.Username, s.c.cfg.Password, secret)
 	}
 	h := icodec.RequestHeader{Client: s.clientID, Operation: icodec.OperationRegister}
 	s.wb = h.AppendTo(s.wb[:0], body.EncodedSize())
@@ -195,8 +230,9 @@ func (s *session) login(deadline time.Time) error {
 		return s.fail(fmt.Errorf("%w: login reply with session 0", ErrProtocol))
 	}
 	s.epoch, s.reqNo = ls.Session, 1
-	s.c.noteLogin(icodec.ProtocolVersion(vi.ProtocolVersion), icodec.ProtocolVersion(ls.ServerProtocolVersion))
-	s.log.Debug().Uint32("user_id", ls.UserID).Str("server_version", ls.ServerVersion).
+	s.c.noteLogin(proto, icodec.ProtocolVersion(ls.ServerProtocolVersion))
+	s.c.metrics.Protocol(proto.Label())
+	s.log.Debug().Uint32("user_id", ls.UserID).Str("server_version", ls.ServerVersion).Str("iggy_protocol", proto.String()).
 		Str("server_protocol", icodec.ProtocolVersion(ls.ServerProtocolVersion).String()).Msg("iggy login")
 	return nil
 }

@@ -268,6 +268,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			Address:           "iggy.iggy.svc:8090",
 			Username:          "iggy",
 			Password:          "s3cret-from-env",
+			Protocol:          "auto",
 			TLS:               iggy.TLSConfig{},
 			PoolSize:          8,
 			RequestTimeout:    5 * time.Second,

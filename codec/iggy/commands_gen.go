@@ -270,13 +270,19 @@ func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
 	case CodeGetStream:
 		return &GetStreamResponse{}, true
 	case CodeGetStreams:
-		return &GetStreamsResponse{}, true
+		if p <= Protocol011 {
+			return &GetStreamsResponse{}, true
+		}
+		return &GetStreamsResponseV12{}, true
 	case CodeCreateStream:
 		return &CreateStreamResponse{}, true
 	case CodeGetTopic:
 		return &GetTopicResponse{}, true
 	case CodeGetTopics:
-		return &GetTopicsResponse{}, true
+		if p <= Protocol011 {
+			return &GetTopicsResponse{}, true
+		}
+		return &GetTopicsResponseV12{}, true
 	case CodeCreateTopic:
 		return &CreateTopicResponse{}, true
 	case CodeGetConsumerGroup:

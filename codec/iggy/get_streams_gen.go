@@ -49,11 +49,11 @@ func (*GetStreamsRequest) Code() uint32 { return CodeGetStreams }
 // Operation returns the operation byte the request travels with.
 func (*GetStreamsRequest) Operation() Operation { return OperationNonReplicated }
 
-// GetStreamsResponse is the response body of GET_STREAMS.
+// GetStreamsResponse is the response body of GET_STREAMS in protocol 0.11.0.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type GetStreamsResponse struct {
-	// The streams.
+	// The streams. Until protocol 0.12.0 (retired there).
 	Streams []StreamResponse
 }
 
@@ -98,6 +98,63 @@ func (m *GetStreamsResponse) decode(r *wire.Reader, path string) {
 func (m *GetStreamsResponse) Validate() error { return m.validate("get_streams.response", "") }
 
 func (m *GetStreamsResponse) validate(msg, path string) error {
+	for i := range m.Streams {
+		if err := m.Streams[i].validate(msg, wire.Join(path, "streams")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetStreamsResponseV12 is the response body of GET_STREAMS in protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type GetStreamsResponseV12 struct {
+	// The streams (0.12 entries with derived options). Since protocol 0.12.0.
+	Streams []StreamResponseV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *GetStreamsResponseV12) EncodedSize() int {
+	n := 0
+	for i := range m.Streams {
+		n += m.Streams[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *GetStreamsResponseV12) AppendTo(dst []byte) []byte {
+	for i := range m.Streams {
+		dst = m.Streams[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *GetStreamsResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "get_streams.response")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *GetStreamsResponseV12) decode(r *wire.Reader, path string) {
+	{
+		o := r.Off()
+		p := wire.Join(path, "streams")
+		for r.Remaining() > 0 && !r.Failed() {
+			var e StreamResponseV12
+			e.decode(r, wire.Join(p, ""))
+			m.Streams = append(m.Streams, e)
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *GetStreamsResponseV12) Validate() error { return m.validate("get_streams.response", "") }
+
+func (m *GetStreamsResponseV12) validate(msg, path string) error {
 	for i := range m.Streams {
 		if err := m.Streams[i].validate(msg, wire.Join(path, "streams")); err != nil {
 			return err

@@ -59,11 +59,11 @@ func (*GetTopicsRequest) Code() uint32 { return CodeGetTopics }
 // Operation returns the operation byte the request travels with.
 func (*GetTopicsRequest) Operation() Operation { return OperationNonReplicated }
 
-// GetTopicsResponse is the response body of GET_TOPICS.
+// GetTopicsResponse is the response body of GET_TOPICS in protocol 0.11.0.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type GetTopicsResponse struct {
-	// The stream's topics.
+	// The stream's topics. Until protocol 0.12.0 (retired there).
 	Topics []TopicHeader
 }
 
@@ -116,6 +116,71 @@ func (m *GetTopicsResponse) decode(r *wire.Reader, path string) {
 func (m *GetTopicsResponse) Validate() error { return m.validate("get_topics.response", "") }
 
 func (m *GetTopicsResponse) validate(msg, path string) error {
+	for i := range m.Topics {
+		if err := m.Topics[i].validate(msg, wire.Join(path, "topics")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetTopicsResponseV12 is the response body of GET_TOPICS in protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type GetTopicsResponseV12 struct {
+	// The stream's topics (0.12 headers). Since protocol 0.12.0.
+	Topics []TopicHeaderV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *GetTopicsResponseV12) EncodedSize() int {
+	n := 0
+	n += 4
+	for i := range m.Topics {
+		n += m.Topics[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *GetTopicsResponseV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, uint32(len(m.Topics)))
+	for i := range m.Topics {
+		dst = m.Topics[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *GetTopicsResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "get_topics.response")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *GetTopicsResponseV12) decode(r *wire.Reader, path string) {
+	{
+		o := r.Off()
+		cnt := int(r.U32LE(path, "topics"))
+		if cnt > r.Remaining()/42 {
+			r.Fail(path, "topics", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Topics = make([]TopicHeaderV12, cnt)
+			p := wire.Join(path, "topics")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				m.Topics[i].decode(r, wire.Join(p, ""))
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *GetTopicsResponseV12) Validate() error { return m.validate("get_topics.response", "") }
+
+func (m *GetTopicsResponseV12) validate(msg, path string) error {
 	for i := range m.Topics {
 		if err := m.Topics[i].validate(msg, wire.Join(path, "topics")); err != nil {
 			return err

@@ -8,10 +8,10 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
-// CodeUpdateResource is the command code of UPDATE_RESOURCE (resource.update). Patches the options of one stream, topic or user: sets the keys in the options block, resets the named keys to their defaults and leaves every other key alone. Replaces UPDATE_STREAM (204), UPDATE_TOPIC (304) and UPDATE_USER (35) of 0.11. A patch that sets and resets nothing, names a key twice or both sets and resets one key is refused. The body after the scope byte is one of the ResourcePatch types of this file, chosen by the scope (stream 1, topic 2, user 3). Since protocol 0.12.0.
+// CodeUpdateResource is the command code of UPDATE_RESOURCE (resource.update). Patches the options of one stream, topic or user: sets the keys in the options block, resets the named keys to their defaults and leaves every other key alone. Replaces UPDATE_STREAM (204), UPDATE_TOPIC (304) and UPDATE_USER (35) of 0.11. A patch that sets and resets nothing, names a key twice or both sets and resets one key is refused. The body after the scope byte is one of the ResourcePatch types of this file, chosen by the scope (topic 1, stream 2, user 3). Since protocol 0.12.0.
 const CodeUpdateResource uint32 = 16
 
-// ResourcePatchTopic: The patch of a topic (scope 2).
+// ResourcePatchTopic: The patch of a topic (scope 1).
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type ResourcePatchTopic struct {
@@ -118,7 +118,7 @@ func (m *ResourcePatchTopic) validate(msg, path string) error {
 	return nil
 }
 
-// ResourcePatchStream: The patch of a stream (scope 1).
+// ResourcePatchStream: The patch of a stream (scope 2).
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type ResourcePatchStream struct {

@@ -72,6 +72,9 @@ type Metrics struct {
 
 	// Iggy upstream.
 	sessionsUp    prometheus.Gauge
+	protocol      *prometheus.GaugeVec
+	protocolMu    sync.Mutex
+	protocolNow   string
 	reconnects    prometheus.Counter
 	inFlight      prometheus.Gauge
 	laneDepth     *prometheus.GaugeVec
@@ -151,6 +154,11 @@ func NewMetrics(version string) *Metrics {
 
 	m.sessionsUp = f.gauge("upstream_sessions_up",
 		"Iggy sessions logged in now (readiness needs at least one).")
+	m.protocol = f.gaugeVec("upstream_protocol_info",
+		"1 for the Iggy binary protocol generation the sessions logged in with (protocol=\"0.11\" or \"0.12\"), 0 for the others.", "protocol")
+	for _, p := range icodec.Protocols {
+		m.protocol.WithLabelValues(p.Label()).Set(0)
+	}
 	m.reconnects = f.counter("upstream_reconnects_total",
 		"Iggy sessions registered again after they were dropped.")
 	m.inFlight = f.gauge("upstream_requests_in_flight",
@@ -364,6 +372,17 @@ var _ iggy.Metrics = (*iggyMetrics)(nil)
 
 // SessionsUp sets the number of logged-in sessions.
 func (i *iggyMetrics) SessionsUp(n int) { i.m.sessionsUp.Set(float64(n)) }
+
+// Protocol marks the protocol generation the sessions speak now.
+func (i *iggyMetrics) Protocol(label string) {
+	i.m.protocolMu.Lock()
+	defer i.m.protocolMu.Unlock()
+	if i.m.protocolNow != "" && i.m.protocolNow != label {
+		i.m.protocol.WithLabelValues(i.m.protocolNow).Set(0)
+	}
+	i.m.protocolNow = label
+	i.m.protocol.WithLabelValues(label).Set(1)
+}
 
 // Reconnect counts a session registered again.
 func (i *iggyMetrics) Reconnect() { i.m.reconnects.Inc() }
