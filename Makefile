@@ -58,7 +58,8 @@ fuzz:
 	done
 
 ## bench: side by side: the sidecar, Apache Kafka, kfake and the direct Iggy path (scripts/bench);
-##        rewrites docs/BENCHMARKS.md and docs/bench/ (bounded: about 9 minutes, loopback only)
+##        steady-state runs, every figure twice interleaved, with spread and machine load;
+##        rewrites docs/BENCHMARKS.md and docs/bench/ (bounded: 12-minute budget, loopback only)
 bench:
 	$(MAKE) --no-print-directory build
 	$(GO) run ./scripts/bench -bin $(BIN) -out docs
@@ -68,8 +69,8 @@ bench:
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-## bench-smoke: the seconds-long version of make bench for CI (no Kafka broker, no Rust build;
-##              the report goes to a temporary directory)
+## bench-smoke: the seconds-long version of make bench for CI (about 30 s of runs; no Kafka broker,
+##              no Rust build; the report goes to a temporary directory)
 .PHONY: bench-smoke
 bench-smoke:
 	$(MAKE) --no-print-directory build

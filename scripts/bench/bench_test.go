@@ -193,3 +193,114 @@ func busyWork(n int) uint64 {
 	}
 	return h
 }
+
+// Passes alternate the target order (A B C, C B A) so a load drift hits
+// every target alike.
+func TestOrderInterleaves(t *testing.T) {
+	ts := []string{"a", "b", "c"}
+	if got := strings.Join(order(ts, 1), ""); got != "abc" {
+		t.Fatal(got)
+	}
+	if got := strings.Join(order(ts, 2), ""); got != "cba" {
+		t.Fatal(got)
+	}
+	if strings.Join(ts, "") != "abc" {
+		t.Fatal("order changed its input")
+	}
+}
+
+func mbRuns(v ...float64) []*Result {
+	var out []*Result
+	for _, x := range v {
+		out = append(out, &Result{MBPerS: x, Records: 1})
+	}
+	return out
+}
+
+// A figure shows its spread; a ratio between figures whose ranges overlap is
+// marked as noise, one between separated figures is not.
+func TestSpreadAndNoise(t *testing.T) {
+	a := statOf(mbRuns(100, 110), mbps)
+	if a.mean != 105 || a.lo != 100 || a.hi != 110 || a.show("%.1f") != "105.0 ±5%" {
+		t.Fatalf("%+v %q", a, a.show("%.1f"))
+	}
+	near := statOf(mbRuns(108, 120), mbps)
+	far := statOf(mbRuns(200, 210), mbps)
+	if got := showRatio(a, near); !strings.Contains(got, "(noise)") {
+		t.Fatalf("overlapping ranges: %q", got)
+	}
+	if got := showRatio(far, a); got != "1.95×" {
+		t.Fatalf("separated ranges: %q", got)
+	}
+	if s := statOf(mbRuns(), mbps); s.show("%.1f") != "–" {
+		t.Fatal(s.show("%.1f"))
+	}
+	// Values below zero are "not measured" and left out.
+	if s := statOf([]*Result{{ServerCPUs: -1, Bytes: 1e9}}, serverPerGB); s.n != 0 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+// A target is met only when every run meets it, missed (by the mean's
+// distance) when none does, and otherwise within the spread.
+func TestGoalVerdict(t *testing.T) {
+	g := goal{unit: "%.2f", atMost: true, target: 0.75}
+	g.figure = stat{mean: 0.6, lo: 0.55, hi: 0.65, n: 2}
+	if v := g.verdict(); v != "**met**" {
+		t.Fatal(v)
+	}
+	g.figure = stat{mean: 1.0, lo: 0.9, hi: 1.1, n: 2}
+	if v := g.verdict(); !strings.HasPrefix(v, "**missed** by 0.25, 33%") {
+		t.Fatal(v)
+	}
+	g.figure = stat{mean: 0.8, lo: 0.7, hi: 0.9, n: 2}
+	if v := g.verdict(); !strings.Contains(v, "within the spread") {
+		t.Fatal(v)
+	}
+	lower := goal{unit: "%.2f×", target: 0.8, figure: stat{mean: 0.5, lo: 0.45, hi: 0.55, n: 2}}
+	if v := lower.verdict(); !strings.HasPrefix(v, "**missed** by 0.30×") {
+		t.Fatal(v)
+	}
+}
+
+// A busy machine flags a run: the load at its start or other processes'
+// CPU above the plan's thresholds.
+func TestRunsAreFlagged(t *testing.T) {
+	b := &bench{plan: plan{MaxLoad: 3, MaxForeign: 0.25}, started: time.Now()}
+	quiet := &Result{Workload: wProduce, Target: tSidecar, Records: 10, Load1Before: 1.2, ForeignCores: 0.1}
+	busy := &Result{Workload: wProduce, Target: tSidecar, Records: 10, Load1Before: 5, ForeignCores: 0.6}
+	b.add(quiet)
+	b.add(busy)
+	if quiet.Flagged != "" || !strings.Contains(busy.Flagged, "load 5.00") || !strings.Contains(busy.Flagged, "0.60 cores") {
+		t.Fatalf("quiet %q, busy %q", quiet.Flagged, busy.Flagged)
+	}
+	if got := loadCell([]*Result{quiet, busy}); got != "1.2, 5.0 / 0.60 ⚠1" {
+		t.Fatal(got)
+	}
+}
+
+// The window counts only what completes inside it, opens after the
+// warm-up and sizes itself from the calibration.
+func TestWindow(t *testing.T) {
+	m := &meter{every: 10 * time.Millisecond}
+	w, runCtx, cancel := openWindow(context.Background(), m, windowSpec{warm: 50 * time.Millisecond, measure: 100 * time.Millisecond, maxMeasure: 300 * time.Millisecond, minRecords: 1_000_000})
+	defer cancel()
+	if w.in(time.Now()) || !w.before(time.Now()) {
+		t.Fatal("the window is open during the warm-up")
+	}
+	w.warmCount.Add(100) // 2000 records/s: a million needs far more than the maximum
+	<-runCtx.Done()
+	mm := w.wait()
+	if !mm.Began {
+		t.Fatal("the meter never began")
+	}
+	if d := w.seconds(); d != 300*time.Millisecond {
+		t.Fatalf("window %s, want the maximum 300ms", d)
+	}
+	if w.in(time.Now()) {
+		t.Fatal("the window is still open after its end")
+	}
+	if r := w.calRate(); r < 1999 || r > 2001 {
+		t.Fatalf("calibration %.0f records/s", r)
+	}
+}

@@ -95,116 +95,184 @@ func sendBatch(ctx context.Context, c *iggy.Client, t iggy.TopicRef, partition u
 	return bytes, err
 }
 
-// directProduce: conns lockstep connections, connection i sending batches
-// of batch messages to partition i % partitions, records in all, until dur.
-func directProduce(ctx context.Context, addr, topic string, pool [][]byte, partitions, conns, batch, records int, dur time.Duration, m *meter) (r Result, err error) {
-	clients := make([]*iggy.Client, conns)
+// directSpec is one direct produce run.
+type directSpec struct {
+	addr, topic       string
+	partitions, conns int
+	batch, records    int // records: upper bound (0: none)
+	win               windowSpec
+	rate              float64 // records/s offered by all connections together; 0: as fast as they can
+}
+
+// directProduce: s.conns lockstep connections, connection i sending
+// batches of s.batch messages to partition i % partitions, through the
+// warm-up and the measured window (see window); only batches confirmed
+// inside the window count. With s.rate each connection paces its batches.
+func directProduce(ctx context.Context, s directSpec, pool [][]byte, m *meter) (r Result, err error) {
+	clients := make([]*iggy.Client, s.conns)
 	defer func() {
+		var wg sync.WaitGroup
 		for _, c := range clients {
 			if c != nil {
-				c.Close()
+				wg.Add(1)
+				go func() { defer wg.Done(); c.Close() }()
 			}
 		}
+		wg.Wait()
 	}()
-	for i := range clients {
-		if clients[i], err = directClient(ctx, addr, 1); err != nil {
-			return r, err
+	{
+		var firstErr atomic.Value
+		sem := make(chan struct{}, 32)
+		var wg sync.WaitGroup
+		for i := range clients {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				c, err := directClient(ctx, s.addr, 1)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				clients[i] = c
+			}()
+		}
+		wg.Wait()
+		if e, ok := firstErr.Load().(error); ok {
+			return r, e
 		}
 	}
-	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
-	per := records / conns
+	t := iggy.TopicRef{Stream: benchStream, Topic: s.topic}
+	limit := s.records
+	if limit <= 0 {
+		limit = 1 << 40
+	}
+	per := max(1, limit/s.conns)
 	var sent, bytes atomic.Int64
 	var firstErr atomic.Value
-	m.begin()
-	start := time.Now()
-	deadline := start.Add(dur)
+	w, runCtx, cancel := openWindow(ctx, m, s.win)
+	defer cancel()
+	rate := s.rate / float64(s.conns)
 	var wg sync.WaitGroup
 	for i, c := range clients {
-		quota := per
-		if i == conns-1 {
-			quota = records - per*(conns-1)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for done := 0; done < quota && time.Now().Before(deadline); {
-				n := min(batch, quota-done)
-				b, err := sendBatch(ctx, c, t, uint32(i%partitions), pool, per*i+done, n)
+			for done := 0; done < per && runCtx.Err() == nil; {
+				if rate > 0 {
+					due := w.start.Add(time.Duration(float64(done) / rate * float64(time.Second)))
+					if !sleepUntil(runCtx, due) {
+						return
+					}
+				}
+				n := min(s.batch, per-done)
+				b, err := sendBatch(ctx, c, t, uint32(i%s.partitions), pool, per*i+done, n)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
 				done += n
-				sent.Add(int64(n))
-				bytes.Add(b)
+				now := time.Now()
+				switch {
+				case w.before(now):
+					w.warmCount.Add(int64(n))
+				case w.in(now):
+					sent.Add(int64(n))
+					bytes.Add(b)
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	mm := m.end()
+	mm := w.wait()
 	r.Records, r.Bytes = sent.Load(), bytes.Load()
-	r.finish(elapsed, &mm)
+	r.finish(w.seconds(), &mm)
+	r.CalRecPerS = w.calRate()
+	if s.rate > 0 {
+		r.OfferedRecPerS = s.rate
+		r.OfferedMBPerS = s.rate * 1024 / 1e6
+	}
 	if e, ok := firstErr.Load().(error); ok {
 		return r, e
+	}
+	if !mm.Began {
+		return r, errors.New("the run ended before its window opened")
 	}
 	return r, nil
 }
 
-// directConsume polls every partition from offset 0, pollCount messages per
-// poll, until want messages or dur.
-func directConsume(ctx context.Context, addr, topic string, partitions, pollCount int, want int64, dur time.Duration, m *meter) (r Result, err error) {
-	m.begin()
-	start := time.Now()
-	deadline := start.Add(dur)
+// directConsume is a steady-state read: one connection polls every
+// partition from offset 0, pollCount messages per poll, and starts over
+// once every partition is read to its end, through the warm-up and the
+// measured window; only polls answered inside the window count.
+func directConsume(ctx context.Context, addr, topic string, partitions, pollCount int, win windowSpec, m *meter) (r Result, err error) {
 	c, err := directClient(ctx, addr, 1)
 	if err != nil {
-		m.end()
 		return r, err
 	}
 	defer c.Close()
 	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
 	consumer := icodec.Consumer{Kind: icodec.ConsumerKindConsumer,
 		ID: icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{1, 0, 0, 0}}}
-partitions:
-	for p := 0; p < partitions; p++ {
-		offset := uint64(0)
-		for {
-			if r.Records >= want || time.Now().After(deadline) {
-				break partitions
-			}
-			polled, err := c.Poll(ctx, &icodec.PollMessagesRequest{
-				Consumer: consumer, StreamID: t.StreamID(), TopicID: t.TopicID(),
-				PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(p)},
-				Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: offset},
-				Count:       uint32(pollCount),
-			})
-			if err != nil {
-				mm := m.end()
-				r.finish(time.Since(start), &mm)
-				return r, err
-			}
-			n := 0
-			it := polled.Messages()
-			for it.Next() {
-				msg := it.Message()
-				r.Bytes += int64(len(msg.Payload))
-				offset = msg.Offset + 1
-				n++
-			}
-			polled.Release()
-			r.Records += int64(n)
-			if n == 0 {
-				break
+	w, runCtx, cancel := openWindow(ctx, m, win)
+	defer cancel()
+	var perr error
+passes:
+	for runCtx.Err() == nil {
+		readAny := false
+		for p := 0; p < partitions; p++ {
+			offset := uint64(0)
+			for {
+				if runCtx.Err() != nil {
+					break passes
+				}
+				polled, err := c.Poll(ctx, &icodec.PollMessagesRequest{
+					Consumer: consumer, StreamID: t.StreamID(), TopicID: t.TopicID(),
+					PartitionID: icodec.OptionalPartition{Present: true, PartitionID: uint32(p)},
+					Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: offset},
+					Count:       uint32(pollCount),
+				})
+				if err != nil {
+					perr = err
+					break passes
+				}
+				n := 0
+				var b int64
+				it := polled.Messages()
+				for it.Next() {
+					msg := it.Message()
+					b += int64(len(msg.Payload))
+					offset = msg.Offset + 1
+					n++
+				}
+				polled.Release()
+				if n == 0 {
+					break
+				}
+				readAny = true
+				now := time.Now()
+				switch {
+				case w.before(now):
+					w.warmCount.Add(int64(n))
+				case w.in(now):
+					r.Records += int64(n)
+					r.Bytes += b
+				}
 			}
 		}
+		if !readAny {
+			break
+		}
 	}
-	elapsed := time.Since(start)
-	mm := m.end()
-	r.Expected = want
-	r.finish(elapsed, &mm)
-	if r.Records < want {
-		r.Note = fmt.Sprintf("read %d of %d records", r.Records, want)
+	cancel()
+	mm := w.wait()
+	r.finish(w.seconds(), &mm)
+	r.CalRecPerS = w.calRate()
+	if perr != nil {
+		return r, perr
+	}
+	if !mm.Began {
+		return r, errors.New("the run ended before its window opened (is the topic empty?)")
 	}
 	return r, nil
 }
@@ -315,4 +383,42 @@ func directConns(ctx context.Context, addr, topic string, pool [][]byte, partiti
 		return r, e
 	}
 	return r, nil
+}
+
+// directFill sends n messages of the payload pool to topic: conns
+// connections, batches of batch, connection i to partition i % partitions.
+func directFill(ctx context.Context, addr, topic string, pool [][]byte, partitions, conns, batch, n int) error {
+	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
+	per := n / conns
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for i := 0; i < conns; i++ {
+		quota := per
+		if i == conns-1 {
+			quota = n - per*(conns-1)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := directClient(ctx, addr, 1)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			defer c.Close()
+			for done := 0; done < quota; {
+				k := min(batch, quota-done)
+				if _, err := sendBatch(ctx, c, t, uint32(i%partitions), pool, per*i+done, k); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done += k
+			}
+		}()
+	}
+	wg.Wait()
+	if e, ok := firstErr.Load().(error); ok {
+		return e
+	}
+	return nil
 }

@@ -95,16 +95,24 @@ type produceSpec struct {
 	acks      kgo.Acks
 	codec     kgo.CompressionCodec
 	linger    time.Duration
-	records   int
-	dur       time.Duration
+	records   int // upper bound of records sent (0: none)
+	win       windowSpec
+	// rate, when positive, paces the run: the clients together offer rate
+	// records per second instead of producing as fast as they can.
+	rate float64
+	// clients is the number of producer clients (connections), at least 1;
+	// maxBuffered caps each one's buffered records (0: franz-go's default).
+	clients     int
+	maxBuffered int
 }
 
-// kafkaProduce produces up to spec.records records of the payload pool
-// (stopping at spec.dur), then waits for every acknowledgement. It returns
-// the acknowledged count and bytes, the wall time from the first produce to
-// the last acknowledgement, and the acknowledgement latency under load.
-// One record is produced and acknowledged before the clock starts
-// (connections, metadata, producer id), so the topic holds acked+1 records.
+// kafkaProduce runs a steady-state produce run: spec.clients producers
+// (each connected and its first record acknowledged before the clock
+// starts, so the topic holds clients extra records) produce the payload
+// pool through a warm-up and the measured window (see window); only
+// acknowledgements inside the window count, and the acknowledgement
+// latency under load is theirs. After the window every buffered record is
+// flushed (bounded) so the next run starts on a quiet server.
 func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (r Result, err error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(s.bootstrap),
@@ -112,63 +120,138 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 		kgo.ProducerLinger(s.linger),
 		kgo.RequiredAcks(s.acks),
 		kgo.ProducerBatchCompression(s.codec),
-		kgo.RecordDeliveryTimeout(s.dur + flushGrace),
+		kgo.RecordDeliveryTimeout(s.win.warm + max(s.win.maxMeasure, s.win.measure) + flushGrace),
 		kgo.ProduceRequestTimeout(flushGrace),
 	}
 	if s.acks != kgo.AllISRAcks() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return r, err
+	if s.maxBuffered > 0 {
+		opts = append(opts, kgo.MaxBufferedRecords(s.maxBuffered))
 	}
-	defer cl.Close()
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[0]}).FirstErr()
-	wcancel()
-	if err != nil {
-		return r, fmt.Errorf("warm-up produce: %w", err)
+	n := max(1, s.clients)
+	clients := make([]*kgo.Client, n)
+	defer func() {
+		var wg sync.WaitGroup
+		for _, cl := range clients {
+			if cl != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); cl.Close() }()
+			}
+		}
+		wg.Wait()
+	}()
+	var firstErr atomic.Value
+	{
+		sem := make(chan struct{}, 32)
+		var wg sync.WaitGroup
+		for i := range clients {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				cl, err := kgo.NewClient(opts...)
+				if err == nil {
+					wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+					err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
+					wcancel()
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("warm-up produce: %w", err))
+					if cl != nil {
+						cl.Close()
+					}
+					return
+				}
+				clients[i] = cl
+			}()
+		}
+		wg.Wait()
+		if e, ok := firstErr.Load().(error); ok {
+			return r, e
+		}
 	}
 
 	var (
 		acked, bytes, failed atomic.Int64
 		mu                   sync.Mutex
 		h                    = newHist()
-		firstErr             atomic.Value
 	)
-	m.begin()
-	start := time.Now()
-	runCtx, cancel := context.WithDeadline(ctx, start.Add(s.dur))
+	w, runCtx, cancel := openWindow(ctx, m, s.win)
 	defer cancel()
 	promise := func(rec *kgo.Record, err error) {
+		now := time.Now()
 		if err != nil {
-			if runCtx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-				return // never sent: the deadline stopped it
+			if runCtx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+				return // never sent: the window's end stopped it
 			}
 			failed.Add(1)
 			firstErr.CompareAndSwap(nil, err)
 			return
 		}
-		acked.Add(1)
-		bytes.Add(int64(len(rec.Value)))
-		us := time.Since(rec.Timestamp).Microseconds()
-		mu.Lock()
-		_ = h.RecordValue(max(us, 1))
-		mu.Unlock()
+		switch {
+		case w.before(now):
+			w.warmCount.Add(1)
+		case w.in(now):
+			acked.Add(1)
+			bytes.Add(int64(len(rec.Value)))
+			us := now.Sub(rec.Timestamp).Microseconds()
+			mu.Lock()
+			_ = h.RecordValue(max(us, 1))
+			mu.Unlock()
+		}
 	}
-	for i := 1; i <= s.records && runCtx.Err() == nil; i++ {
-		cl.Produce(runCtx, &kgo.Record{Value: pool[i%poolSize]}, promise)
+	limit := s.records
+	if limit <= 0 {
+		limit = 1 << 40
 	}
-	fctx, fcancel := context.WithTimeout(ctx, flushGrace)
-	ferr := cl.Flush(fctx)
-	fcancel()
-	elapsed := time.Since(start)
-	mm := m.end()
+	perClient := max(1, limit/n)
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rate := s.rate / float64(n)
+			for j := 0; j < perClient && runCtx.Err() == nil; j++ {
+				if rate > 0 {
+					due := w.start.Add(time.Duration(float64(j) / rate * float64(time.Second)))
+					if !sleepUntil(runCtx, due) {
+						break
+					}
+				}
+				cl.Produce(runCtx, &kgo.Record{Value: pool[(i*7919+j)%poolSize]}, promise)
+			}
+		}()
+	}
+	wg.Wait()
+	mm := w.wait()
+	// Flush what is still buffered or in flight (not counted).
+	var ferr atomic.Value
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fctx, fcancel := context.WithTimeout(ctx, flushGrace)
+			if err := cl.Flush(fctx); err != nil {
+				ferr.CompareAndSwap(nil, err)
+			}
+			fcancel()
+		}()
+	}
+	wg.Wait()
 	r.Records, r.Bytes, r.Errors = acked.Load(), bytes.Load(), failed.Load()
 	r.Latency, _ = summarize(h)
-	r.finish(elapsed, &mm)
-	if ferr != nil {
-		return r, fmt.Errorf("flush: %w", ferr)
+	r.finish(w.seconds(), &mm)
+	r.CalRecPerS = w.calRate()
+	if s.rate > 0 {
+		r.OfferedRecPerS = s.rate
+		r.OfferedMBPerS = s.rate * 1024 / 1e6
+	}
+	if !mm.Began {
+		return r, errors.New("the run ended before its window opened")
+	}
+	if e, ok := ferr.Load().(error); ok {
+		return r, fmt.Errorf("flush: %w", e)
 	}
 	if e, ok := firstErr.Load().(error); ok {
 		return r, fmt.Errorf("%d records failed, first: %w", r.Errors, e)
@@ -176,13 +259,12 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 	return r, nil
 }
 
-// kafkaConsume reads topic from the earliest offset until want records
-// arrived or dur passed. The clock starts before the client connects.
-func kafkaConsume(ctx context.Context, bootstrap, topic string, want int64, dur time.Duration, m *meter) (r Result, err error) {
-	m.begin()
-	start := time.Now()
-	runCtx, cancel := context.WithDeadline(ctx, start.Add(dur))
-	defer cancel()
+// kafkaConsume is a steady-state read: a franz-go consumer reads topic
+// (records records in all, filled beforehand) from the earliest offset and,
+// each time it has read every partition to its high watermark, starts over
+// from offset 0, through the warm-up and the measured window; only records
+// that arrive inside the window count.
+func kafkaConsume(ctx context.Context, bootstrap, topic string, records int64, win windowSpec, m *meter) (r Result, err error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(bootstrap),
 		kgo.ConsumeTopics(topic),
@@ -190,32 +272,65 @@ func kafkaConsume(ctx context.Context, bootstrap, topic string, want int64, dur 
 		kgo.FetchMaxWait(250*time.Millisecond),
 	)
 	if err != nil {
-		m.end()
 		return r, err
 	}
 	defer cl.Close()
+	w, runCtx, cancel := openWindow(ctx, m, win)
+	defer cancel()
 	var firstErr error
-	for r.Records < want && runCtx.Err() == nil {
+	done := map[int32]bool{}  // partitions read to their high watermark in this pass
+	parts := map[int32]bool{} // partitions seen
+	for runCtx.Err() == nil {
 		fs := cl.PollFetches(runCtx)
+		now := time.Now()
 		fs.EachError(func(_ string, _ int32, e error) {
 			if firstErr == nil && !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
 				firstErr = e
 			}
 		})
-		fs.EachRecord(func(rec *kgo.Record) {
-			r.Records++
-			r.Bytes += int64(len(rec.Value))
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			parts[p.Partition] = true
+			if n := len(p.Records); n > 0 {
+				last := p.Records[n-1]
+				if last.Offset+1 >= p.HighWatermark {
+					done[p.Partition] = true
+				}
+				var b int64
+				for _, rec := range p.Records {
+					b += int64(len(rec.Value))
+				}
+				switch {
+				case w.before(now):
+					w.warmCount.Add(int64(n))
+				case w.in(now):
+					r.Records += int64(n)
+					r.Bytes += b
+				}
+			} else if p.HighWatermark == 0 {
+				done[p.Partition] = true
+			}
 		})
+		if firstErr != nil {
+			break
+		}
+		if len(parts) > 0 && len(done) == len(parts) && records > 0 {
+			// Every partition read to its end: start over.
+			reset := map[int32]kgo.EpochOffset{}
+			for p := range parts {
+				reset[p] = kgo.EpochOffset{Epoch: -1, Offset: 0}
+			}
+			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: reset})
+			done = map[int32]bool{}
+		}
 	}
-	elapsed := time.Since(start)
-	mm := m.end()
-	r.Expected = want
-	r.finish(elapsed, &mm)
+	mm := w.wait()
+	r.finish(w.seconds(), &mm)
+	r.CalRecPerS = w.calRate()
 	if firstErr != nil {
 		return r, firstErr
 	}
-	if r.Records < want {
-		r.Note = fmt.Sprintf("deadline: read %d of %d records", r.Records, want)
+	if !mm.Began {
+		return r, errors.New("the run ended before its window opened")
 	}
 	return r, nil
 }
@@ -456,4 +571,35 @@ func apiVersionsConn(ctx context.Context, addr string, f *kmsg.RequestFormatter,
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// kafkaFill produces n records of the payload pool to topic (one franz-go
+// producer, acks=1, linger 5 ms) and waits for every acknowledgement.
+func kafkaFill(ctx context.Context, bootstrap, topic string, pool [][]byte, n int) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(bootstrap),
+		kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var firstErr atomic.Value
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		cl.Produce(ctx, &kgo.Record{Value: pool[i%poolSize]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if e, ok := firstErr.Load().(error); ok {
+		return e
+	}
+	return ctx.Err()
 }

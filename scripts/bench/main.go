@@ -14,6 +14,10 @@
 // embedded server with the project's Iggy client (bridge/iggy) and with the
 // official Rust SDK (scripts/bench/rustdirect).
 //
+// Every throughput figure comes from steady-state runs (a warm-up, then a
+// measured window of at least 5 s), each run at least twice with the
+// targets interleaved, shown with its spread and the machine's load.
+//
 // Everything listens on 127.0.0.1. Every loop is bounded by a record count
 // and a deadline, the whole run by -budget; every process the bench starts
 // leads its own process group and is ended when the bench ends (also on
@@ -21,7 +25,8 @@
 //
 // Usage:
 //
-//	go run ./scripts/bench [-smoke] [-out docs] [-budget 9m30s] [-targets ...]
+//	go run ./scripts/bench [-smoke] [-out docs] [-budget 12m] [-targets ...]
+//	    [-measure 5s] [-warm 1.5s] [-passes 2] [-max-load 3] [-max-foreign 0.25]
 //
 // Used internally: `bench kfake ...` runs kfake as a child process.
 package main
@@ -58,10 +63,31 @@ type plan struct {
 	Budget  time.Duration `json:"budget"`
 	Targets []string      `json:"targets"`
 
-	Partitions  int           `json:"partitions"`
-	Records     int           `json:"produce_records"` // per produce run (upper bound)
-	Dur         time.Duration `json:"produce_max"`     // per produce run (upper bound)
-	ConsumeDur  time.Duration `json:"consume_max"`
+	Partitions int `json:"partitions"`
+	// Every throughput run (produce, consume, matched, many) is a
+	// steady-state run: Warm of warm-up (its rate is the calibration), then
+	// a measured window of at least Measure, long enough for MinRecords at
+	// the calibrated rate, at most MaxMeasure.
+	Warm       time.Duration `json:"warm_up"`
+	Measure    time.Duration `json:"measure_min"`
+	MaxMeasure time.Duration `json:"measure_max"`
+	MinRecords int64         `json:"window_min_records"`
+	Records    int           `json:"produce_records_max"` // upper bound per produce run
+	// Passes: every figure is run this many times, the targets interleaved
+	// (pass 1 in table order, pass 2 reversed, ...), and shown with its
+	// spread.
+	Passes int `json:"passes"`
+	// A run is flagged when the 1-minute load average at its start is above
+	// MaxLoad or the processes other than the bench's used more than
+	// MaxForeign cores during it.
+	MaxLoad    float64 `json:"max_load1"`
+	MaxForeign float64 `json:"max_foreign_cores"`
+
+	FillRecords int     `json:"consume_topic_records"`
+	MatchedFrac float64 `json:"matched_fraction"` // offered load ÷ the direct Go saturation
+	Many        int     `json:"many_connections"`
+	ManyBuffer  int     `json:"many_buffered_per_client"`
+
 	LatRecords  int           `json:"latency_records"`
 	LatDur      time.Duration `json:"latency_max"`
 	Warmup      int           `json:"latency_warmup"`
@@ -78,53 +104,73 @@ type plan struct {
 
 	Gnet           bool          `json:"gnet_sweep"`
 	GnetAll        bool          `json:"gnet_all_settings"`
-	GnetRecords    int           `json:"gnet_records"`
-	GnetDur        time.Duration `json:"gnet_max"`
+	GnetWarm       time.Duration `json:"gnet_warm_up"`
+	GnetMeasure    time.Duration `json:"gnet_measure"`
 	GnetLatRecords int           `json:"gnet_latency_records"`
 	GnetLatDur     time.Duration `json:"gnet_latency_max"`
 }
 
 func fullPlan() plan {
 	return plan{
-		Budget:     8*time.Minute + 30*time.Second,
+		Budget:     12 * time.Minute,
 		Targets:    []string{tSidecar, tKafka, tKfake, tGo, tRust},
 		Partitions: 4,
-		Records:    500_000, Dur: 8 * time.Second, ConsumeDur: 10 * time.Second,
-		LatRecords: 20_000, LatDur: 5 * time.Second, Warmup: 200,
+		Warm:       1500 * time.Millisecond, Measure: 5 * time.Second, MaxMeasure: 8 * time.Second, MinRecords: 500_000,
+		Records: 20_000_000, Passes: 2, MaxLoad: 3.0, MaxForeign: 0.25,
+		FillRecords: 200_000, MatchedFrac: 0.5, Many: 100, ManyBuffer: 1000,
+		LatRecords: 20_000, LatDur: 4 * time.Second, Warmup: 200,
 		Conns: 1000, ConnRecords: 20, ConnDur: 20 * time.Second,
 		Idle: 10_000, IdleDur: 60 * time.Second,
 		Batch: 100, DirectConns: 4, PollCount: 1000,
-		WarmRecords: 50_000, WarmDur: 4 * time.Second,
-		Gnet: true, GnetAll: true, GnetRecords: 500_000, GnetDur: 4 * time.Second,
-		GnetLatRecords: 5000, GnetLatDur: 2 * time.Second,
+		WarmRecords: 50_000, WarmDur: 2 * time.Second,
+		Gnet: true, GnetAll: true, GnetWarm: time.Second, GnetMeasure: 3 * time.Second,
+		GnetLatRecords: 5000, GnetLatDur: 1500 * time.Millisecond,
 	}
 }
 
 func smokePlan() plan {
 	return plan{
 		Smoke:      true,
-		Budget:     45 * time.Second,
+		Budget:     90 * time.Second,
 		Targets:    []string{tSidecar, tKfake, tGo},
 		Partitions: 2,
-		Records:    3000, Dur: 2 * time.Second, ConsumeDur: 3 * time.Second,
-		LatRecords: 200, LatDur: time.Second, Warmup: 20,
+		Warm:       150 * time.Millisecond, Measure: 300 * time.Millisecond, MaxMeasure: 300 * time.Millisecond,
+		Records: 200_000, Passes: 2, MaxLoad: 3.0, MaxForeign: 0.25,
+		FillRecords: 3000, MatchedFrac: 0.5, Many: 10, ManyBuffer: 200,
+		LatRecords: 200, LatDur: 500 * time.Millisecond, Warmup: 20,
 		Conns: 20, ConnRecords: 5, ConnDur: 5 * time.Second,
 		Idle: 200, IdleDur: 10 * time.Second,
 		Batch: 100, DirectConns: 2, PollCount: 1000,
-		WarmRecords: 500, WarmDur: 500 * time.Millisecond,
-		Gnet: true, GnetAll: false, GnetRecords: 2000, GnetDur: time.Second,
-		GnetLatRecords: 100, GnetLatDur: 500 * time.Millisecond,
+		WarmRecords: 500, WarmDur: 300 * time.Millisecond,
+		Gnet: true, GnetAll: false, GnetWarm: 100 * time.Millisecond, GnetMeasure: 300 * time.Millisecond,
+		GnetLatRecords: 100, GnetLatDur: 300 * time.Millisecond,
 	}
 }
+
+// win is the window of the plan's throughput runs.
+func (p plan) win() windowSpec {
+	return windowSpec{warm: p.Warm, measure: p.Measure, maxMeasure: p.MaxMeasure, minRecords: p.MinRecords}
+}
+
+// profLen is how long a CPU profile of a throughput run lasts: the warm-up
+// and the shortest window (a longer window's tail goes unprofiled rather
+// than every run waiting for the longest).
+func (p plan) profLen() time.Duration { return p.Warm + p.Measure }
+
+// runLen is the longest a throughput run's timed part lasts.
+func (p plan) runLen() time.Duration { return p.Warm + max(p.Measure, p.MaxMeasure) }
 
 func benchMain(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "the seconds-long CI version: small counts, no Kafka broker, no Rust build, output to a temporary directory unless -out is given")
 	out := fs.String("out", "", "directory that receives BENCHMARKS.md and bench/*.png (default docs; a temporary directory with -smoke)")
-	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 8m30s; 45s with -smoke)")
+	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 12m; 90s with -smoke)")
 	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
-	records := fs.Int("records", 0, "records per produce run (default 200000; 3000 with -smoke)")
-	seconds := fs.Duration("max", 0, "longest produce run (default 8s; 2s with -smoke)")
+	measure := fs.Duration("measure", 0, "shortest measured window of a throughput run (default 5s; 300ms with -smoke); the longest is 8s or this, whichever is more")
+	warmFor := fs.Duration("warm", 0, "warm-up (calibration) before each throughput run's window (default 1.5s; 150ms with -smoke)")
+	passes := fs.Int("passes", 0, "runs of every figure, interleaved (default 2)")
+	maxLoad := fs.Float64("max-load", 0, "flag runs whose 1-minute load average at their start is above this (default 3.0)")
+	maxForeign := fs.Float64("max-foreign", 0, "flag runs during which other processes used more than this many cores (default 0.25)")
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
@@ -150,11 +196,21 @@ func benchMain(args []string) int {
 			p.Targets = append(p.Targets, t)
 		}
 	}
-	if *records > 0 {
-		p.Records = *records
+	if *measure > 0 {
+		p.Measure = *measure
+		p.MaxMeasure = max(p.MaxMeasure, *measure)
 	}
-	if *seconds > 0 {
-		p.Dur = *seconds
+	if *warmFor > 0 {
+		p.Warm = *warmFor
+	}
+	if *passes > 0 {
+		p.Passes = *passes
+	}
+	if *maxLoad > 0 {
+		p.MaxLoad = *maxLoad
+	}
+	if *maxForeign > 0 {
+		p.MaxForeign = *maxForeign
 	}
 	p.Gnet = p.Gnet && *gnet
 	outDir := *out

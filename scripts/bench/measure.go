@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,10 +33,19 @@ type meter struct {
 	// count (the sidecar, the load generator, the Rust program): other
 	// clients of the same Iggy server (an idle sidecar) are left out.
 	iggyOwner atomic.Int64
-	every     time.Duration
+	// clientPID, when set, is a load generator of its own (the Rust
+	// program) whose CPU is read from /proc like the servers'.
+	clientPID atomic.Int64
+	// ours are every process the bench runs (all its servers): with the
+	// bench itself and clientPID, their CPU is subtracted from the
+	// machine's busy time to give the CPU others used during the run.
+	ours  []int
+	every time.Duration
 
 	cpu0Server, cpu0Iggy time.Duration
-	self0                time.Duration
+	self0, client0       time.Duration
+	busy0, ours0         time.Duration
+	at0                  time.Time
 	mallocs0, scrapeCost float64
 	haveMallocs          bool
 	batchSum0, batchN0   float64
@@ -60,6 +70,12 @@ type measured struct {
 	BatchMsgs    float64 // the sidecar's mean messages per Iggy SEND_MESSAGES; -1: none
 	IggyConnsMax int     // -1: not counted
 	KafkaConnMax int     // -1: not counted
+	// The machine while the run lasted: the 1-minute load average at its
+	// start and end, and the CPU that processes other than the bench's
+	// used (cores, averaged over the run; -1: not known).
+	Load1Before, Load1After float64
+	ForeignCores            float64
+	Began                   bool // begin ran (the window opened)
 }
 
 func selfCPU() time.Duration {
@@ -75,7 +91,8 @@ func (m *meter) begin() {
 	if m.every <= 0 {
 		m.every = 200 * time.Millisecond
 	}
-	m.m = measured{Mallocs: -1, IggyConnsMax: -1, KafkaConnMax: -1}
+	m.m = measured{Mallocs: -1, IggyConnsMax: -1, KafkaConnMax: -1, ForeignCores: -1, Began: true}
+	m.m.Load1Before = load1()
 	if m.server.metricsURL != "" {
 		a, ok1 := scrape(m.server.metricsURL, "go_memstats_mallocs_total")
 		b, ok2 := scrape(m.server.metricsURL, "go_memstats_mallocs_total")
@@ -98,6 +115,12 @@ func (m *meter) begin() {
 		m.cpu0Iggy, _ = cpuTime(m.iggy.pid)
 	}
 	m.self0 = selfCPU()
+	if pid := int(m.clientPID.Load()); pid > 0 {
+		m.client0, _ = cpuTime(pid)
+	}
+	m.busy0, _ = machineBusy()
+	m.ours0 = m.oursCPU()
+	m.at0 = time.Now()
 	m.stop = make(chan struct{})
 	m.sample()
 	m.wg.Add(1)
@@ -182,6 +205,16 @@ func (m *meter) end() measured {
 		m.m.IggyCPU = c - m.cpu0Iggy
 	}
 	m.m.ClientCPU = selfCPU() - m.self0
+	if pid := int(m.clientPID.Load()); pid > 0 {
+		c, _ := cpuTime(pid)
+		m.m.ClientCPU = c - m.client0
+	}
+	if busy, err := machineBusy(); err == nil && m.busy0 > 0 {
+		if el := time.Since(m.at0).Seconds(); el > 0 {
+			m.m.ForeignCores = max(0, (busy-m.busy0-(m.oursCPU()-m.ours0)).Seconds()/el)
+		}
+	}
+	m.m.Load1After = load1()
 	if m.haveMallocs {
 		if v, ok := scrape(m.server.metricsURL, "go_memstats_mallocs_total"); ok {
 			m.m.Mallocs = max(0, v-m.mallocs0-m.scrapeCost)
@@ -196,6 +229,147 @@ func (m *meter) end() measured {
 		}
 	}
 	return m.m
+}
+
+// oursCPU is the CPU time of the bench, its Rust client and every server
+// it runs.
+func (m *meter) oursCPU() time.Duration {
+	total := selfCPU()
+	seen := map[int]bool{}
+	pids := append([]int{m.server.pid, m.iggy.pid, int(m.clientPID.Load())}, m.ours...)
+	for _, pid := range pids {
+		if pid <= 0 || seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		c, _ := cpuTime(pid)
+		total += c
+	}
+	return total
+}
+
+// machineBusy is the CPU time all processes of the machine used (the
+// first line of /proc/stat: user, nice, system, irq, softirq, steal).
+func machineBusy() (time.Duration, error) {
+	line, _, _ := strings.Cut(readString("/proc/stat"), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, errors.New("no cpu line in /proc/stat")
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// load1 is the 1-minute load average (-1: not known).
+func load1() float64 {
+	f := strings.Fields(readString("/proc/loadavg"))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// window is the steady-state part of a throughput run. The run starts,
+// warms up for warm (its rate then is the calibration), and the measured
+// window opens at t0 = start + warm: the meter begins there. The window
+// closes at t1, sized at t0 from the calibration: long enough for
+// minRecords at the warm-up's rate, at least measure and at most
+// maxMeasure. At t1 the meter ends and the run's context is cancelled. Only
+// what completes inside [t0, t1) counts.
+type window struct {
+	start, t0 time.Time
+	t1        atomic.Int64 // unix nanoseconds; 0 until sized
+	warmCount atomic.Int64 // what completed before t0 (records)
+	done      chan struct{}
+	mm        measured
+}
+
+// windowSpec sizes a window.
+type windowSpec struct {
+	warm, measure, maxMeasure time.Duration
+	minRecords                int64 // 0: the window is measure long
+}
+
+// openWindow starts the window's clock and returns it with the run's
+// context, which ends at t1 (or with ctx).
+func openWindow(ctx context.Context, m *meter, s windowSpec) (*window, context.Context, context.CancelFunc) {
+	runCtx, cancel := context.WithCancel(ctx)
+	w := &window{start: time.Now(), done: make(chan struct{})}
+	w.t0 = w.start.Add(s.warm)
+	w.t1.Store(w.t0.Add(s.measure).UnixNano())
+	go func() {
+		defer close(w.done)
+		defer cancel()
+		if !sleepUntil(runCtx, w.t0) {
+			return
+		}
+		span := s.measure
+		if s.minRecords > 0 && s.warm > 0 {
+			if n := w.warmCount.Load(); n > 0 {
+				rate := float64(n) / s.warm.Seconds()
+				need := time.Duration(float64(s.minRecords) / rate * float64(time.Second))
+				span = min(max(span, need), max(s.maxMeasure, s.measure))
+			}
+		}
+		t1 := w.t0.Add(span)
+		w.t1.Store(t1.UnixNano())
+		m.begin()
+		sleepUntil(runCtx, t1)
+		w.mm = m.end()
+	}()
+	return w, runCtx, cancel
+}
+
+// in reports whether t falls inside the window; before reports whether t
+// is in the warm-up.
+func (w *window) in(t time.Time) bool {
+	return !t.Before(w.t0) && t.UnixNano() < w.t1.Load()
+}
+
+func (w *window) before(t time.Time) bool { return t.Before(w.t0) }
+
+// seconds is the window's length.
+func (w *window) seconds() time.Duration { return time.Unix(0, w.t1.Load()).Sub(w.t0) }
+
+// wait waits for the window to close and returns its measurements.
+func (w *window) wait() measured {
+	<-w.done
+	return w.mm
+}
+
+// calRate is the calibration: records per second during the warm-up.
+func (w *window) calRate() float64 {
+	if d := w.t0.Sub(w.start).Seconds(); d > 0 {
+		return float64(w.warmCount.Load()) / d
+	}
+	return 0
+}
+
+// sleepUntil sleeps until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
 }
 
 // scrape reads one un-labelled (or the first labelled) sample of a metric

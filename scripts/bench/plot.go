@@ -43,14 +43,10 @@ func (b *bench) writePlots(dir string) (map[string]string, error) {
 	return out, nil
 }
 
-// find returns the successful result of a workload/variant/target, or nil.
+// find returns the successful runs of a workload/variant/target folded
+// into one (meanResult), or nil.
 func (b *bench) find(workload, variant, target string) *Result {
-	for _, r := range b.results {
-		if r.Workload == workload && r.Variant == variant && r.Target == target && r.ok() {
-			return r
-		}
-	}
-	return nil
+	return meanResult(b.runsOf(workload, variant, target))
 }
 
 // plotThroughput: grouped bars of MB/s, one group per produce variant and

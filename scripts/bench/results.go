@@ -15,6 +15,8 @@ const (
 	wConns   = "conns"   // many producer connections at once
 	wIdle    = "idle"    // many idle connections: memory per connection
 	wGnet    = "gnet"    // the sidecar under one gnet setting
+	wMatched = "matched" // produce at a matched offered load (half the direct saturation)
+	wMany    = "many"    // produce from many concurrent producer connections
 )
 
 // Target names.
@@ -58,7 +60,7 @@ type CDFPoint struct {
 type Result struct {
 	Workload string `json:"workload"`
 	Variant  string `json:"variant,omitempty"` // e.g. "acks=1 lz4", a gnet setting
-	Pass     int    `json:"pass,omitempty"`    // gnet sweep: 1 or 2
+	Pass     int    `json:"pass,omitempty"`    // 1, 2, ...: the runs of one figure, interleaved
 	Target   string `json:"target"`
 
 	Records  int64   `json:"records"`
@@ -86,6 +88,18 @@ type Result struct {
 	RSSWith        int64   `json:"rss_with_bytes,omitempty"`
 	RSSPerConn     float64 `json:"rss_per_connection_bytes,omitempty"`
 	ConnectSeconds float64 `json:"connect_seconds,omitempty"`
+
+	// Steady state: the warm-up's rate (the calibration) and, for paced
+	// runs, the offered load.
+	CalRecPerS     float64 `json:"calibration_records_per_s,omitempty"`
+	OfferedRecPerS float64 `json:"offered_records_per_s,omitempty"`
+	OfferedMBPerS  float64 `json:"offered_mb_per_s,omitempty"`
+
+	// The machine during the run (see measured).
+	Load1Before  float64 `json:"load1_before"`
+	Load1After   float64 `json:"load1_after"`
+	ForeignCores float64 `json:"foreign_cores"` // -1: not known
+	Flagged      string  `json:"flagged,omitempty"`
 
 	Note    string `json:"note,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -118,7 +132,7 @@ func (r *Result) finish(elapsed time.Duration, m *measured) {
 	r.IggyConns = m.IggyConnsMax
 	r.KafkaConns = m.KafkaConnMax
 	r.IggyBatchMsgs = m.BatchMsgs
-	r.IggyBatchMsgs = m.BatchMsgs
+	r.Load1Before, r.Load1After, r.ForeignCores = m.Load1Before, m.Load1After, m.ForeignCores
 	if m.Mallocs >= 0 && r.Records > 0 {
 		r.AllocsPerRec = m.Mallocs / float64(r.Records)
 	}

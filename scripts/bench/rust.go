@@ -5,6 +5,7 @@ package main
 // workload as a child process.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,6 +75,11 @@ type rustSpec struct {
 	records, pollCount       int
 	warmup                   int
 	dur                      time.Duration
+	// warm, when positive, runs the steady-state window: dur is the
+	// measured window after warm; the meter follows the program's
+	// window-start/window-end lines. rate paces produce (records/s).
+	warm time.Duration
+	rate float64
 }
 
 // runRust runs rustdirect once. The meter covers the whole process (its
@@ -87,20 +93,56 @@ func runRust(ctx context.Context, s rustSpec, wantHash string, m *meter) (r Resu
 		"--size", "1024", "--batch", strconv.Itoa(s.batch), "--poll-count", strconv.Itoa(s.pollCount),
 		"--warmup", strconv.Itoa(s.warmup),
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.dur+60*time.Second)
+	if s.warm > 0 {
+		args = append(args, "--warm-seconds", strconv.FormatFloat(s.warm.Seconds(), 'f', 3, 64))
+	}
+	if s.rate > 0 {
+		args = append(args, "--rate", strconv.FormatFloat(s.rate, 'f', 1, 64))
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.warm+s.dur+60*time.Second)
 	defer cancel()
 	cmd := exec.Command(s.bin, args...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout = &stdout
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		return r, nil, err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	m.begin()
+	if s.warm <= 0 {
+		m.begin()
+	}
 	if err := cmd.Start(); err != nil {
-		m.end()
+		if s.warm <= 0 {
+			m.end()
+		}
 		return r, nil, err
 	}
 	m.iggyOwner.Store(int64(cmd.Process.Pid))
+	m.clientPID.Store(int64(cmd.Process.Pid))
+	// The window markers (and the rest of stderr, kept for errors).
+	var mm measured
+	began, ended := false, false
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case s.warm > 0 && line == "window-start" && !began:
+				began = true
+				m.begin()
+			case s.warm > 0 && line == "window-end" && began && !ended:
+				ended = true
+				mm = m.end()
+			default:
+				stderr.WriteString(line + "\n")
+			}
+		}
+	}()
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { <-scanned; done <- cmd.Wait() }()
 	var werr error
 	select {
 	case werr = <-done:
@@ -109,9 +151,19 @@ func runRust(ctx context.Context, s rustSpec, wantHash string, m *meter) (r Resu
 		<-done
 		werr = fmt.Errorf("rustdirect did not finish: %w", context.Cause(cctx))
 	}
-	mm := m.end()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		mm.ClientCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	switch {
+	case s.warm <= 0:
+		mm = m.end()
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
+			mm.ClientCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			// The program had exited when the meter ended, so its CPU
+			// was counted as the others'.
+			if el := time.Since(m.at0).Seconds(); el > 0 && mm.ForeignCores > 0 {
+				mm.ForeignCores = max(0, mm.ForeignCores-mm.ClientCPU.Seconds()/el)
+			}
+		}
+	case began && !ended:
+		mm = m.end()
 	}
 	var out rustOut
 	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); jerr != nil {

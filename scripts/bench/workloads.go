@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,27 +51,42 @@ func gnetSettings(all bool) []gnetSetting {
 	return s
 }
 
-// kept is a filled topic a produce run leaves for the consume run.
+// kept is a filled topic the consume runs read.
 type kept struct {
 	topic   string
 	records int64
 }
 
-// runWorkloads runs every workload, workload by workload, every target in
-// turn inside each, so that runs compared in one table are close in time.
+// order is the targets of pass (1-based): table order on odd passes,
+// reversed on even ones (A B C, C B A, ...), so a drift of the machine's
+// load hits every target alike and consecutive runs of a target are apart.
+func order(targets []string, pass int) []string {
+	out := append([]string{}, targets...)
+	if pass%2 == 0 {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+// runWorkloads runs every workload, workload by workload; inside each, every
+// target runs plan.Passes times, the passes interleaved (see order), so that
+// the runs compared in one table are close in time and their spread shows.
 func (b *bench) runWorkloads() {
-	var kafkaTargets, directTargets []string
+	var kafkaTargets, directTargets, all []string
 	for _, t := range allTargets {
 		if _, ok := b.targets[t]; !ok {
 			continue
 		}
+		all = append(all, t)
 		if t == tGo || t == tRust {
 			directTargets = append(directTargets, t)
 		} else {
 			kafkaTargets = append(kafkaTargets, t)
 		}
 	}
-	filled := map[string]kept{}
+	passes := max(1, b.plan.Passes)
 
 	// 0. Idle connections first, while every server is fresh: its RSS
 	// then moves with the connections only, not with a garbage collector
@@ -79,47 +96,87 @@ func (b *bench) runWorkloads() {
 	}
 	// Warm-up, not reported: JIT compilation of the JVM broker, first-use
 	// allocations and page faults of every server.
-	for _, t := range append(append([]string{}, kafkaTargets...), directTargets...) {
+	for _, t := range all {
 		b.warm(t)
 	}
-	// 1. Produce throughput.
+	// 1. Produce throughput; the direct paths join the acks=1 none group
+	// (an Iggy confirmation is what acks=1 waits for).
 	for i, v := range produceVariants {
-		for _, t := range kafkaTargets {
-			topic, ok := b.runProduce(t, v, i == 0)
-			if ok && i == 0 {
-				filled[t] = topic
-			}
-		}
+		group := kafkaTargets
 		if i == 0 {
-			for _, t := range directTargets {
-				if topic, ok := b.runDirectProduce(t); ok {
-					filled[t] = topic
+			group = all
+		}
+		for pass := 1; pass <= passes; pass++ {
+			for _, t := range order(group, pass) {
+				if t == tGo || t == tRust {
+					b.runDirectProduce(t, pass)
+				} else {
+					b.runProduce(t, v, pass)
 				}
 			}
 		}
 	}
-	// 2. Consume from the earliest offset (what the first produce run wrote).
-	for _, t := range append(append([]string{}, kafkaTargets...), directTargets...) {
-		k, ok := filled[t]
-		if !ok {
-			b.add(&Result{Workload: wConsume, Target: t, Skipped: "no filled topic (its produce run failed or was skipped)"})
-			continue
+	// 2. Matched offered load: every path offered the same load, a fraction
+	// of the direct Go client's saturation.
+	if rate := b.matchedRate(); rate > 0 {
+		for pass := 1; pass <= passes; pass++ {
+			for _, t := range order(all, pass) {
+				b.runMatched(t, rate, pass)
+			}
 		}
-		b.runConsume(t, k)
-		b.deleteTopic(t, k.topic)
+	} else {
+		b.note("matched-load run skipped: no direct-go produce figure to match")
 	}
-	// 3. Closed-loop latency.
-	for _, t := range append(append([]string{}, kafkaTargets...), directTargets...) {
-		b.runLatency(t, b.plan.LatRecords, b.plan.LatDur, wLatency, "")
+	// 3. Many concurrent producer connections, steady state.
+	for pass := 1; pass <= passes; pass++ {
+		for _, t := range order(all, pass) {
+			b.runMany(t, pass)
+		}
 	}
-	// 4. Many producer connections.
+	// 4. Consume: each target reads a topic filled for it, over and over.
+	filled := map[string]kept{}
+	for _, t := range all {
+		if t == tRust {
+			if k, ok := filled[tGo]; ok {
+				filled[tRust] = k // the same Iggy topic
+				continue
+			}
+		}
+		if k, err := b.fill(t); err != nil {
+			b.note("consume on %s skipped: filling its topic: %v", t, firstLine(err.Error()))
+		} else {
+			filled[t] = k
+		}
+	}
+	for pass := 1; pass <= passes; pass++ {
+		for _, t := range order(all, pass) {
+			k, ok := filled[t]
+			if !ok {
+				b.add(&Result{Workload: wConsume, Target: t, Pass: pass, Skipped: "no filled topic"})
+				continue
+			}
+			b.runConsume(t, k, pass)
+		}
+	}
+	for _, t := range all {
+		if k, ok := filled[t]; ok && t != tRust {
+			b.deleteTopic(t, k.topic)
+		}
+	}
+	// 5. Closed-loop latency.
+	for pass := 1; pass <= passes; pass++ {
+		for _, t := range order(all, pass) {
+			b.runLatency(t, b.plan.LatRecords, b.plan.LatDur, wLatency, "", pass)
+		}
+	}
+	// 6. A burst from many producer connections (connection counts).
 	for _, t := range kafkaTargets {
 		b.runConns(t)
 	}
 	if _, ok := b.targets[tGo]; ok {
 		b.runConns(tGo)
 	}
-	// 6. gnet settings on the sidecar.
+	// 7. gnet settings on the sidecar.
 	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet {
 		b.runGnetSweep()
 	}
@@ -137,17 +194,19 @@ func (b *bench) warm(t string) {
 	}
 	defer b.deleteTopic(t, topic)
 	m := &meter{}
+	win := windowSpec{warm: b.plan.WarmDur / 2, measure: b.plan.WarmDur / 2}
 	var err error
 	switch t {
 	case tGo:
-		_, err = directProduce(b.ctx, b.embedded.addr, topic, b.pool, b.plan.Partitions, b.plan.DirectConns, b.plan.Batch, b.plan.WarmRecords, b.plan.WarmDur, m)
+		_, err = directProduce(b.ctx, directSpec{addr: b.embedded.addr, topic: topic, partitions: b.plan.Partitions,
+			conns: b.plan.DirectConns, batch: b.plan.Batch, records: b.plan.WarmRecords, win: win}, b.pool, m)
 	case tRust:
 		_, _, err = runRust(b.ctx, rustSpec{bin: b.rustBin, addr: b.embedded.addr, topic: topic, mode: "produce",
 			partitions: b.plan.Partitions, conns: b.plan.DirectConns, batch: b.plan.Batch, records: b.plan.WarmRecords,
 			pollCount: b.plan.PollCount, dur: b.plan.WarmDur}, b.poolHash, m)
 	default:
 		_, err = kafkaProduce(b.ctx, produceSpec{bootstrap: b.targets[t].addr, topic: topic, acks: kgo.LeaderAck(),
-			codec: kgo.NoCompression(), linger: 5 * time.Millisecond, records: b.plan.WarmRecords, dur: b.plan.WarmDur}, b.pool, m)
+			codec: kgo.NoCompression(), linger: 5 * time.Millisecond, records: b.plan.WarmRecords, win: win}, b.pool, m)
 		if err == nil {
 			_, _, err = kafkaLatency(b.ctx, b.targets[t].addr, topic, b.pool, b.plan.Warmup, b.plan.Warmup, b.plan.WarmDur, m)
 		}
@@ -159,8 +218,19 @@ func (b *bench) warm(t string) {
 	b.logf("warmed up %s", t)
 }
 
-// add records a result and prints a one-line summary.
+// add records a result, flags it when the machine was busy, and prints a
+// one-line summary.
 func (b *bench) add(r *Result) {
+	if r.ok() {
+		var why []string
+		if b.plan.MaxLoad > 0 && r.Load1Before > b.plan.MaxLoad {
+			why = append(why, fmt.Sprintf("load %.2f > %.2f", r.Load1Before, b.plan.MaxLoad))
+		}
+		if b.plan.MaxForeign > 0 && r.ForeignCores > b.plan.MaxForeign {
+			why = append(why, fmt.Sprintf("others used %.2f cores > %.2f", r.ForeignCores, b.plan.MaxForeign))
+		}
+		r.Flagged = strings.Join(why, ", ")
+	}
 	b.results = append(b.results, r)
 	what := r.Workload
 	if r.Variant != "" {
@@ -179,7 +249,12 @@ func (b *bench) add(r *Result) {
 		if r.Latency != nil {
 			lat = fmt.Sprintf(" p50 %.0fµs p99 %.0fµs", r.Latency.P50, r.Latency.P99)
 		}
-		b.logf("%-28s %-12s %8d rec %7.1fs %9.0f rec/s %7.1f MB/s cpu %.2fs+%.2fs%s", what, r.Target, r.Records, r.Seconds, r.RecPerS, r.MBPerS, max(0, r.ServerCPUs), r.IggyCPUs, lat)
+		flag := ""
+		if r.Flagged != "" {
+			flag = " FLAGGED (" + r.Flagged + ")"
+		}
+		b.logf("%-28s %-12s %8d rec %5.1fs %9.0f rec/s %7.1f MB/s cpu %.2fs+%.2fs%s load %.2f→%.2f others %.2f cores%s", what, r.Target, r.Records, r.Seconds, r.RecPerS, r.MBPerS, max(0, r.ServerCPUs), r.IggyCPUs, lat,
+			r.Load1Before, r.Load1After, r.ForeignCores, flag)
 	}
 }
 
@@ -207,6 +282,14 @@ func (b *bench) slack(full time.Duration) time.Duration {
 func (b *bench) meterFor(t string) *meter {
 	s := b.targets[t]
 	m := &meter{every: 200 * time.Millisecond}
+	for _, o := range b.targets {
+		if o.pid > 0 {
+			m.ours = append(m.ours, o.pid)
+		}
+	}
+	if b.embedded != nil {
+		m.ours = append(m.ours, b.embedded.pid)
+	}
 	if s.pid > 0 {
 		m.server = watched{pid: s.pid, metricsURL: s.metricsURL}
 		m.kafkaPort = s.port
@@ -258,25 +341,35 @@ func (b *bench) deleteTopic(t, topic string) {
 	}
 }
 
-func (b *bench) runProduce(t string, v produceVariant, keep bool) (kept, bool) {
-	r := &Result{Workload: wProduce, Variant: v.name, Target: t}
+// profName is the profile file stem of a run: pass 1 keeps the plain name
+// (the report reads it), later passes get a suffix.
+func profName(name string, pass int) string {
+	if pass > 1 {
+		return fmt.Sprintf("%s p%d", name, pass)
+	}
+	return name
+}
+
+func (b *bench) runProduce(t string, v produceVariant, pass int) {
+	r := &Result{Workload: wProduce, Variant: v.name, Target: t, Pass: pass}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(b.plan.Dur + b.slack(20*time.Second)); r.Skipped != "" {
-		return kept{}, false
+	if r.Skipped = b.skipFor(b.plan.runLen() + b.slack(15*time.Second)); r.Skipped != "" {
+		return
 	}
 	topic := b.topicName("produce", t)
 	if err := b.createTopic(t, topic); err != nil {
 		r.Error = err.Error()
-		return kept{}, false
+		return
 	}
-	endProfile := b.profileRun(t, "produce "+v.name, b.plan.Dur)
+	defer b.deleteTopic(t, topic)
+	endProfile := b.profileRun(t, profName("produce "+v.name, pass), b.plan.profLen())
 	endIggy := func() {}
 	if t == tSidecar {
-		endIggy = b.profileIggy(t, "produce "+v.name, b.plan.Dur)
+		endIggy = b.profileIggy(t, profName("produce "+v.name, pass), b.plan.profLen())
 	}
 	res, err := kafkaProduce(b.ctx, produceSpec{
 		bootstrap: b.targets[t].addr, topic: topic, acks: v.acks, codec: v.codec,
-		linger: 5 * time.Millisecond, records: b.plan.Records, dur: b.plan.Dur,
+		linger: 5 * time.Millisecond, records: b.plan.Records, win: b.plan.win(),
 	}, b.pool, b.meterFor(t))
 	endProfile()
 	endIggy()
@@ -284,70 +377,186 @@ func (b *bench) runProduce(t string, v produceVariant, keep bool) (kept, bool) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	if keep && err == nil {
-		return kept{topic: topic, records: res.Records + 1}, true
-	}
-	b.deleteTopic(t, topic)
-	return kept{}, false
 }
 
 // mergeResult copies a workload's figures into a result that already has
 // its names.
 func mergeResult(named *Result, figures Result) Result {
-	figures.Workload, figures.Variant, figures.Target = named.Workload, named.Variant, named.Target
+	figures.Workload, figures.Variant, figures.Target, figures.Pass = named.Workload, named.Variant, named.Target, named.Pass
 	return figures
 }
 
-func (b *bench) runDirectProduce(t string) (kept, bool) {
-	r := &Result{Workload: wProduce, Variant: directVariant, Target: t}
+func (b *bench) runDirectProduce(t string, pass int) {
+	r := &Result{Workload: wProduce, Variant: directVariant, Target: t, Pass: pass}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(b.plan.Dur + b.slack(20*time.Second)); r.Skipped != "" {
-		return kept{}, false
+	if r.Skipped = b.skipFor(b.plan.runLen() + b.slack(15*time.Second)); r.Skipped != "" {
+		return
 	}
 	topic := b.topicName("produce", t)
 	if err := b.createTopic(t, topic); err != nil {
 		r.Error = err.Error()
-		return kept{}, false
+		return
 	}
+	defer b.deleteTopic(t, topic)
+	res, err := b.directRun(t, topic, b.plan.DirectConns, 0, pass, "produce")
+	*r = mergeResult(r, res)
+	if err != nil {
+		r.Error = err.Error()
+	}
+}
+
+// directRun is a steady-state produce run of a direct path (conns
+// connections; rate 0: saturation).
+func (b *bench) directRun(t, topic string, conns int, rate float64, pass int, profile string) (Result, error) {
+	if t == tGo {
+		end := func() {}
+		if profile != "" {
+			end = b.profileIggy(t, profName(profile, pass), b.plan.profLen())
+		}
+		res, err := directProduce(b.ctx, directSpec{addr: b.embedded.addr, topic: topic, partitions: b.plan.Partitions,
+			conns: conns, batch: b.plan.Batch, records: b.plan.Records, win: b.plan.win(), rate: rate}, b.pool, b.meterFor(t))
+		end()
+		return res, err
+	}
+	res, _, err := runRust(b.ctx, rustSpec{bin: b.rustBin, addr: b.embedded.addr, topic: topic, mode: "produce",
+		partitions: b.plan.Partitions, conns: conns, batch: b.plan.Batch, records: b.plan.Records,
+		pollCount: b.plan.PollCount, dur: b.plan.Measure, warm: b.plan.Warm, rate: rate}, b.poolHash, b.meterFor(t))
+	if rate > 0 {
+		res.OfferedRecPerS, res.OfferedMBPerS = rate, rate*1024/1e6
+	}
+	return res, err
+}
+
+// matchedRate is the offered load of the matched-load run: plan.MatchedFrac
+// of the direct Go client's mean saturation rate (records/s), or 0.
+func (b *bench) matchedRate() float64 {
+	var sum float64
+	var n int
+	for _, r := range b.results {
+		if r.Workload == wProduce && r.Variant == directVariant && r.Target == tGo && r.ok() {
+			sum += r.RecPerS
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return b.plan.MatchedFrac * sum / float64(n)
+}
+
+// runMatched offers rate records/s (acks=1, no compression; the direct
+// paths in paced batches) and measures what is delivered and what it costs.
+func (b *bench) runMatched(t string, rate float64, pass int) {
+	r := &Result{Workload: wMatched, Variant: fmt.Sprintf("%.0f%% of direct", b.plan.MatchedFrac*100), Target: t, Pass: pass}
+	defer b.add(r)
+	if r.Skipped = b.skipFor(b.plan.runLen() + b.slack(15*time.Second)); r.Skipped != "" {
+		return
+	}
+	topic := b.topicName("matched", t)
+	if err := b.createTopic(t, topic); err != nil {
+		r.Error = err.Error()
+		return
+	}
+	defer b.deleteTopic(t, topic)
 	var res Result
 	var err error
-	if t == tGo {
-		endIggy := b.profileIggy(t, "produce", b.plan.Dur)
-		res, err = directProduce(b.ctx, b.embedded.addr, topic, b.pool, b.plan.Partitions, b.plan.DirectConns, b.plan.Batch, b.plan.Records, b.plan.Dur, b.meterFor(t))
-		endIggy()
-	} else {
-		res, _, err = runRust(b.ctx, rustSpec{bin: b.rustBin, addr: b.embedded.addr, topic: topic, mode: "produce",
-			partitions: b.plan.Partitions, conns: b.plan.DirectConns, batch: b.plan.Batch, records: b.plan.Records,
-			pollCount: b.plan.PollCount, dur: b.plan.Dur}, b.poolHash, b.meterFor(t))
+	switch t {
+	case tGo, tRust:
+		res, err = b.directRun(t, topic, b.plan.DirectConns, rate, pass, "")
+	default:
+		endProfile := b.profileRun(t, profName("matched", pass), b.plan.profLen())
+		res, err = kafkaProduce(b.ctx, produceSpec{
+			bootstrap: b.targets[t].addr, topic: topic, acks: kgo.LeaderAck(), codec: kgo.NoCompression(),
+			linger: 5 * time.Millisecond, records: b.plan.Records, win: b.plan.win(), rate: rate,
+		}, b.pool, b.meterFor(t))
+		endProfile()
 	}
 	*r = mergeResult(r, res)
 	if err != nil {
 		r.Error = err.Error()
-		b.deleteTopic(t, topic)
-		return kept{}, false
 	}
-	return kept{topic: topic, records: res.Records}, true
 }
 
-func (b *bench) runConsume(t string, k kept) {
-	r := &Result{Workload: wConsume, Target: t}
+// runMany: plan.Many producer connections at once, each producing as fast
+// as it can (Kafka targets: one franz-go client each, acks=1, linger 5 ms,
+// at most plan.ManyBuffer buffered records; direct paths: one lockstep Iggy
+// connection each, batches of plan.Batch), steady state.
+func (b *bench) runMany(t string, pass int) {
+	r := &Result{Workload: wMany, Variant: fmt.Sprintf("%d connections", b.plan.Many), Target: t, Pass: pass}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(b.plan.ConsumeDur + b.slack(10*time.Second)); r.Skipped != "" {
+	if r.Skipped = b.skipFor(b.plan.runLen() + b.slack(25*time.Second)); r.Skipped != "" {
+		return
+	}
+	topic := b.topicName("many", t)
+	if err := b.createTopic(t, topic); err != nil {
+		r.Error = err.Error()
+		return
+	}
+	defer b.deleteTopic(t, topic)
+	var res Result
+	var err error
+	switch t {
+	case tGo, tRust:
+		res, err = b.directRun(t, topic, b.plan.Many, 0, pass, "")
+	default:
+		res, err = kafkaProduce(b.ctx, produceSpec{
+			bootstrap: b.targets[t].addr, topic: topic, acks: kgo.LeaderAck(), codec: kgo.NoCompression(),
+			linger: 5 * time.Millisecond, records: b.plan.Records, win: b.plan.win(),
+			clients: b.plan.Many, maxBuffered: b.plan.ManyBuffer,
+		}, b.pool, b.meterFor(t))
+	}
+	*r = mergeResult(r, res)
+	if err != nil {
+		r.Error = err.Error()
+	}
+}
+
+// fill creates and fills the topic the consume runs of t read:
+// plan.FillRecords records (Kafka targets: one franz-go producer, acks=1;
+// direct paths: batches on plan.DirectConns connections).
+func (b *bench) fill(t string) (kept, error) {
+	if s := b.skipFor(b.slack(30 * time.Second)); s != "" {
+		return kept{}, errors.New(s)
+	}
+	topic := b.topicName("consume", t)
+	if err := b.createTopic(t, topic); err != nil {
+		return kept{}, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	n := b.plan.FillRecords
+	var err error
+	switch t {
+	case tGo, tRust:
+		err = directFill(ctx, b.embedded.addr, topic, b.pool, b.plan.Partitions, b.plan.DirectConns, b.plan.Batch, n)
+	default:
+		err = kafkaFill(ctx, b.targets[t].addr, topic, b.pool, n)
+	}
+	if err != nil {
+		b.deleteTopic(t, topic)
+		return kept{}, err
+	}
+	return kept{topic: topic, records: int64(n)}, nil
+}
+
+func (b *bench) runConsume(t string, k kept, pass int) {
+	r := &Result{Workload: wConsume, Target: t, Pass: pass}
+	defer b.add(r)
+	if r.Skipped = b.skipFor(b.plan.runLen() + b.slack(10*time.Second)); r.Skipped != "" {
 		return
 	}
 	var res Result
 	var err error
 	switch t {
 	case tGo:
-		res, err = directConsume(b.ctx, b.embedded.addr, k.topic, b.plan.Partitions, b.plan.PollCount, k.records, b.plan.ConsumeDur, b.meterFor(t))
+		res, err = directConsume(b.ctx, b.embedded.addr, k.topic, b.plan.Partitions, b.plan.PollCount, b.plan.win(), b.meterFor(t))
 	case tRust:
 		res, _, err = runRust(b.ctx, rustSpec{bin: b.rustBin, addr: b.embedded.addr, topic: k.topic, mode: "consume",
 			partitions: b.plan.Partitions, conns: 1, batch: b.plan.Batch, records: int(k.records),
-			pollCount: b.plan.PollCount, dur: b.plan.ConsumeDur}, b.poolHash, b.meterFor(t))
-		res.Expected = k.records
+			pollCount: b.plan.PollCount, dur: b.plan.Measure, warm: b.plan.Warm}, b.poolHash, b.meterFor(t))
 	default:
-		endProfile := b.profileRun(t, "consume", b.plan.ConsumeDur)
-		res, err = kafkaConsume(b.ctx, b.targets[t].addr, k.topic, k.records, b.plan.ConsumeDur, b.meterFor(t))
+		endProfile := b.profileRun(t, profName("consume", pass), b.plan.profLen())
+		res, err = kafkaConsume(b.ctx, b.targets[t].addr, k.topic, k.records, b.plan.win(), b.meterFor(t))
 		endProfile()
 	}
 	*r = mergeResult(r, res)
@@ -358,10 +567,10 @@ func (b *bench) runConsume(t string, k kept) {
 
 // runLatency runs the closed-loop latency workload on t and returns the
 // result (also recorded).
-func (b *bench) runLatency(t string, records int, dur time.Duration, workload, variant string) *Result {
-	r := &Result{Workload: workload, Variant: variant, Target: t}
+func (b *bench) runLatency(t string, records int, dur time.Duration, workload, variant string, pass int) *Result {
+	r := &Result{Workload: workload, Variant: variant, Target: t, Pass: pass}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(dur + b.slack(20*time.Second)); r.Skipped != "" {
+	if r.Skipped = b.skipFor(dur + b.slack(15*time.Second)); r.Skipped != "" {
 		return r
 	}
 	topic := b.topicName("latency", t)
@@ -382,7 +591,7 @@ func (b *bench) runLatency(t string, records int, dur time.Duration, workload, v
 	default:
 		endProfile := func() {}
 		if workload == wLatency {
-			endProfile = b.profileRun(t, "latency", dur)
+			endProfile = b.profileRun(t, profName("latency", pass), dur)
 		}
 		res, _, err = kafkaLatency(b.ctx, b.targets[t].addr, topic, b.pool, records, b.plan.Warmup, dur, b.meterFor(t))
 		endProfile()
@@ -397,7 +606,7 @@ func (b *bench) runLatency(t string, records int, dur time.Duration, workload, v
 func (b *bench) runConns(t string) {
 	r := &Result{Workload: wConns, Variant: fmt.Sprintf("%d producers × %d records", b.plan.Conns, b.plan.ConnRecords), Target: t}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(b.plan.ConnDur + b.slack(30*time.Second)); r.Skipped != "" {
+	if r.Skipped = b.skipFor(b.plan.ConnDur/2 + b.slack(20*time.Second)); r.Skipped != "" {
 		return
 	}
 	topic := b.topicName("conns", t)
@@ -422,7 +631,7 @@ func (b *bench) runConns(t string) {
 func (b *bench) runIdle(t string) {
 	r := &Result{Workload: wIdle, Variant: fmt.Sprintf("%d connections", b.plan.Idle), Target: t}
 	defer b.add(r)
-	if r.Skipped = b.skipFor(b.plan.IdleDur/2 + b.slack(10*time.Second)); r.Skipped != "" {
+	if r.Skipped = b.skipFor(b.plan.IdleDur/4 + b.slack(10*time.Second)); r.Skipped != "" {
 		return
 	}
 	s := b.targets[t]
@@ -430,18 +639,20 @@ func (b *bench) runIdle(t string) {
 		r.Skipped = "the server's pid is not known"
 		return
 	}
+	before := load1()
 	res, err := idleConns(b.ctx, s.addr, s.pid, s.port, b.plan.Idle, b.plan.IdleDur)
 	*r = mergeResult(r, res)
+	r.Load1Before, r.Load1After, r.ForeignCores = before, load1(), -1
 	if err != nil {
 		r.Error = err.Error()
 	}
 }
 
 // runGnetSweep restarts the sidecar under each gnet setting and runs a
-// short produce (acks=1, none) and a short latency run on it. It makes two
-// passes, the second in reverse order (A B C … C B A), so a drift of the
-// machine's load over the sweep hits every setting alike, and every
-// setting has two runs whose spread shows the noise.
+// short steady-state produce (acks=1, none) and a short latency run on it.
+// It makes two passes, the second in reverse order (A B C … C B A), so a
+// drift of the machine's load over the sweep hits every setting alike, and
+// every setting has two runs whose spread shows the noise.
 func (b *bench) runGnetSweep() {
 	settings := gnetSettings(b.plan.GnetAll)
 	var order []gnetSetting
@@ -449,10 +660,11 @@ func (b *bench) runGnetSweep() {
 	for i := len(settings) - 1; i >= 0; i-- {
 		order = append(order, settings[i])
 	}
+	win := windowSpec{warm: b.plan.GnetWarm, measure: b.plan.GnetMeasure}
 	for i, g := range order {
 		pass := 1 + i/len(settings)
 		r := &Result{Workload: wGnet, Variant: g.name, Target: tSidecar, Pass: pass}
-		need := b.plan.GnetDur + b.plan.GnetLatDur + b.slack(40*time.Second)
+		need := b.plan.GnetWarm + b.plan.GnetMeasure + b.plan.GnetLatDur + b.slack(30*time.Second)
 		if r.Skipped = b.skipFor(need); r.Skipped != "" {
 			b.add(r)
 			continue
@@ -475,11 +687,10 @@ func (b *bench) runGnetSweep() {
 		}
 		res, err := kafkaProduce(b.ctx, produceSpec{
 			bootstrap: s.addr, topic: topic, acks: kgo.LeaderAck(), codec: kgo.NoCompression(),
-			linger: 5 * time.Millisecond, records: b.plan.GnetRecords, dur: b.plan.GnetDur,
+			linger: 5 * time.Millisecond, records: b.plan.Records, win: win,
 		}, b.pool, b.meterFor(tSidecar))
 		b.deleteTopic(tSidecar, topic)
 		*r = mergeResult(r, res)
-		r.Pass = pass
 		r.Latency = nil
 		if err != nil {
 			r.Error = err.Error()

@@ -8,14 +8,24 @@
 //!   iggy-bench-direct --addr HOST:PORT --mode produce|consume|latency
 //!       --stream S --topic T [--partitions 4] [--conns 4] [--records N]
 //!       [--seconds S] [--size 1024] [--batch 100] [--poll-count 1000]
-//!       [--warmup 100] [--username iggy] [--password iggy]
+//!       [--warmup 100] [--warm-seconds W] [--rate R]
+//!       [--username iggy] [--password iggy]
 //!
 //! Modes (every loop stops at --records or after --seconds, whichever first):
 //!   produce  --conns connections, connection i sends to partition i % P,
-//!            one SEND_MESSAGES of --batch messages at a time (lockstep).
+//!            one SEND_MESSAGES of --batch messages at a time (lockstep);
+//!            with --rate, the connections together offer R messages per
+//!            second (paced per batch) instead of sending as fast as they can.
 //!   consume  one connection polls every partition from offset 0,
 //!            --poll-count messages per poll, until --records are read or a
-//!            partition has nothing more.
+//!            partition has nothing more; with --warm-seconds it starts over
+//!            from offset 0 (a steady-state read) until the window ends.
+//!
+//! Steady-state window (produce and consume, --warm-seconds W > 0): the run
+//! lasts W + --seconds; only what completes in the last --seconds counts, and
+//! elapsed is that window. The program prints `window-start` and
+//! `window-end` lines on stderr when the window opens and closes, so that the
+//! caller measures CPU over the same window.
 //!   latency  one connection, one message per SEND_MESSAGES, each waited
 //!            for; --warmup sends first that are not recorded.
 //!
@@ -113,6 +123,8 @@ struct Args {
     batch: u32,
     poll_count: u32,
     warmup: u32,
+    warm_seconds: f64,
+    rate: f64,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -131,6 +143,8 @@ fn parse_args() -> Result<Args, String> {
         batch: 100,
         poll_count: 1000,
         warmup: 100,
+        warm_seconds: 0.0,
+        rate: 0.0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -153,6 +167,10 @@ fn parse_args() -> Result<Args, String> {
             "--batch" => a.batch = num(value()?)? as u32,
             "--poll-count" => a.poll_count = num(value()?)? as u32,
             "--warmup" => a.warmup = num(value()?)? as u32,
+            "--warm-seconds" => {
+                a.warm_seconds = value()?.parse::<f64>().map_err(|e| format!("--warm-seconds: {e}"))?
+            }
+            "--rate" => a.rate = value()?.parse::<f64>().map_err(|e| format!("--rate: {e}"))?,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -161,6 +179,9 @@ fn parse_args() -> Result<Args, String> {
     }
     if a.partitions == 0 || a.conns == 0 || a.batch == 0 || a.poll_count == 0 || a.size == 0 {
         return Err("--partitions, --conns, --batch, --poll-count and --size must be positive".into());
+    }
+    if !(a.warm_seconds >= 0.0 && a.warm_seconds <= 60.0) || !(a.rate >= 0.0) {
+        return Err("--warm-seconds must be in [0, 60] and --rate not negative".into());
     }
     if !(a.seconds > 0.0 && a.seconds <= 600.0) {
         return Err("--seconds must be in (0, 600]".into());
@@ -175,6 +196,30 @@ struct Outcome {
     bytes: u64,
     elapsed: Duration,
     lat_ns: Vec<u64>,
+}
+
+/// The steady-state window: [t0, t1) of the run (t0 = t1 - --seconds).
+/// Without --warm-seconds the whole run is the window.
+#[derive(Clone, Copy)]
+struct Window {
+    t0: Instant,
+    t1: Instant,
+}
+
+impl Window {
+    fn contains(&self, t: Instant) -> bool {
+        t >= self.t0 && t < self.t1
+    }
+}
+
+/// Prints the window markers on stderr at t0 and t1 (only in window mode).
+fn mark_window(w: Window) {
+    tokio::spawn(async move {
+        tokio::time::sleep_until(w.t0.into()).await;
+        eprintln!("window-start");
+        tokio::time::sleep_until(w.t1.into()).await;
+        eprintln!("window-end");
+    });
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> String {
@@ -225,6 +270,11 @@ async fn produce(a: Args, pool: Arc<Vec<Vec<u8>>>, deadline: Instant) -> Result<
     }
     let per = a.records / a.conns as u64;
     let start = Instant::now();
+    let w = window(&a, start, deadline);
+    if a.warm_seconds > 0.0 {
+        mark_window(w);
+    }
+    let per_conn_rate = a.rate / a.conns as f64;
     let mut tasks = Vec::new();
     for (i, client) in clients.into_iter().enumerate() {
         let a = a.clone();
@@ -234,13 +284,22 @@ async fn produce(a: Args, pool: Arc<Vec<Vec<u8>>>, deadline: Instant) -> Result<
         tasks.push(tokio::spawn(async move {
             let (stream, topic) = ids(&a)?;
             let partitioning = Partitioning::partition_id(i as u32 % a.partitions);
-            let (mut sent, mut bytes) = (0u64, 0u64);
-            while sent < quota && Instant::now() < deadline {
+            let (mut sent, mut counted, mut bytes) = (0u64, 0u64, 0u64);
+            while sent < quota && Instant::now() < w.t1 {
+                if per_conn_rate > 0.0 {
+                    // Paced: batch k leaves at start + k*batch/rate.
+                    let due = start + Duration::from_secs_f64(sent as f64 / per_conn_rate);
+                    if due >= w.t1 {
+                        break;
+                    }
+                    tokio::time::sleep_until(due.into()).await;
+                }
                 let n = (quota - sent).min(a.batch as u64);
                 let mut msgs = Vec::with_capacity(n as usize);
+                let mut b = 0u64;
                 for k in 0..n {
                     let p = &pool[((first + sent + k) % POOL_SIZE as u64) as usize];
-                    bytes += p.len() as u64;
+                    b += p.len() as u64;
                     msgs.push(message(p)?);
                 }
                 client
@@ -248,8 +307,12 @@ async fn produce(a: Args, pool: Arc<Vec<Vec<u8>>>, deadline: Instant) -> Result<
                     .await
                     .map_err(|e| err("send_messages", e))?;
                 sent += n;
+                if w.contains(Instant::now()) {
+                    counted += n;
+                    bytes += b;
+                }
             }
-            Ok::<(u64, u64), String>((sent, bytes))
+            Ok::<(u64, u64), String>((counted, bytes))
         }));
     }
     let mut out = Outcome::default();
@@ -258,8 +321,19 @@ async fn produce(a: Args, pool: Arc<Vec<Vec<u8>>>, deadline: Instant) -> Result<
         out.records += sent;
         out.bytes += bytes;
     }
-    out.elapsed = start.elapsed();
+    out.elapsed = if a.warm_seconds > 0.0 { w.t1 - w.t0 } else { start.elapsed() };
     Ok(out)
+}
+
+/// The run's window: the last --seconds of a run of --warm-seconds +
+/// --seconds from start, or the whole run without --warm-seconds.
+fn window(a: &Args, start: Instant, deadline: Instant) -> Window {
+    if a.warm_seconds > 0.0 {
+        let t0 = start + Duration::from_secs_f64(a.warm_seconds);
+        Window { t0, t1: t0 + Duration::from_secs_f64(a.seconds) }
+    } else {
+        Window { t0: start, t1: deadline.max(start) }
+    }
 }
 
 async fn consume(a: Args, deadline: Instant) -> Result<Outcome, String> {
@@ -268,25 +342,39 @@ async fn consume(a: Args, deadline: Instant) -> Result<Outcome, String> {
     let consumer = Consumer::new(Identifier::numeric(1).map_err(|e| err("consumer id", e))?);
     let mut out = Outcome::default();
     let start = Instant::now();
-    'partitions: for p in 0..a.partitions {
-        let mut offset = 0u64;
-        loop {
-            if out.records >= a.records || Instant::now() >= deadline {
-                break 'partitions;
+    let w = window(&a, start, deadline);
+    let steady = a.warm_seconds > 0.0;
+    if steady {
+        mark_window(w);
+    }
+    'passes: loop {
+        let mut read_any = false;
+        for p in 0..a.partitions {
+            let mut offset = 0u64;
+            loop {
+                if (!steady && out.records >= a.records) || Instant::now() >= w.t1 {
+                    break 'passes;
+                }
+                let polled = client
+                    .poll_messages(&stream, &topic, Some(p), &consumer, &PollingStrategy::offset(offset), a.poll_count, false)
+                    .await
+                    .map_err(|e| err("poll_messages", e))?;
+                let Some(last) = polled.messages.last() else { break };
+                offset = last.header.offset + 1;
+                read_any = true;
+                if w.contains(Instant::now()) {
+                    for m in &polled.messages {
+                        out.bytes += m.payload.len() as u64;
+                    }
+                    out.records += polled.messages.len() as u64;
+                }
             }
-            let polled = client
-                .poll_messages(&stream, &topic, Some(p), &consumer, &PollingStrategy::offset(offset), a.poll_count, false)
-                .await
-                .map_err(|e| err("poll_messages", e))?;
-            let Some(last) = polled.messages.last() else { break };
-            offset = last.header.offset + 1;
-            for m in &polled.messages {
-                out.bytes += m.payload.len() as u64;
-            }
-            out.records += polled.messages.len() as u64;
+        }
+        if !steady || !read_any {
+            break;
         }
     }
-    out.elapsed = start.elapsed();
+    out.elapsed = if steady { w.t1 - w.t0 } else { start.elapsed() };
     Ok(out)
 }
 
@@ -340,7 +428,7 @@ async fn main() {
     };
     let pool = Arc::new(payload_pool(a.size));
     let hash = pool_hash(&pool);
-    let budget = Duration::from_secs_f64(a.seconds);
+    let budget = Duration::from_secs_f64(a.seconds + a.warm_seconds);
     let deadline = Instant::now() + budget;
     // Connecting and the last in-flight request may run past the deadline;
     // this hard bound makes sure the program always ends.
