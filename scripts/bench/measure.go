@@ -76,6 +76,9 @@ type measured struct {
 	Load1Before, Load1After float64
 	ForeignCores            float64
 	Began                   bool // begin ran (the window opened)
+	// BudgetBytes is the sidecar's memory budget (limits.memory_bytes, its
+	// kafka_iggy_memory_budget_bytes gauge), read once at the end; 0: none.
+	BudgetBytes int64
 }
 
 func selfCPU() time.Duration {
@@ -218,6 +221,11 @@ func (m *meter) end() measured {
 	if m.haveMallocs {
 		if v, ok := scrape(m.server.metricsURL, "go_memstats_mallocs_total"); ok {
 			m.m.Mallocs = max(0, v-m.mallocs0-m.scrapeCost)
+		}
+	}
+	if m.haveBatches { // a sidecar: read its memory budget beside its RSS
+		if v, ok := scrape(m.server.metricsURL, "kafka_iggy_memory_budget_bytes"); ok {
+			m.m.BudgetBytes = int64(v)
 		}
 	}
 	m.m.BatchMsgs = -1

@@ -399,6 +399,8 @@ func (b *bench) markdown(plots map[string]string) string {
 	}
 	p("\n")
 
+	b.writePeakRSS(p)
+
 	b.writeGnet(p, plots)
 
 	b.writeProfiles(p)
@@ -585,6 +587,50 @@ func (b *bench) writeTargets(p func(string, ...any)) {
 			rng = fmt.Sprintf(num+" – "+num, g.figure.lo, g.figure.hi)
 		}
 		p("| %s | %s | %s | %s %s | %s | %s |\n", g.what, fig, rng, op, fmt.Sprintf(g.unit, g.target), g.verdict(), g.where)
+	}
+	p("\n")
+}
+
+// writePeakRSS lists the sidecar's peak RSS per workload beside its memory
+// budget (limits.memory_bytes), and the embedded Iggy server's.
+func (b *bench) writePeakRSS(p func(string, ...any)) {
+	type row struct {
+		name               string
+		side, iggy, budget int64
+	}
+	var rows []*row
+	by := map[string]*row{}
+	for _, r := range b.results {
+		if r.Target != tSidecar || (!r.ok() && r.Workload != wIdle) || r.ServerRSSMax <= 0 {
+			continue
+		}
+		name := r.Workload
+		if r.Variant != "" {
+			name += " " + r.Variant
+		}
+		w := by[name]
+		if w == nil {
+			w = &row{name: name}
+			by[name] = w
+			rows = append(rows, w)
+		}
+		w.side = max(w.side, r.ServerRSSMax, r.RSSWith)
+		w.iggy = max(w.iggy, r.IggyRSSMax)
+		w.budget = max(w.budget, r.BudgetBytes)
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("## Peak RSS per workload (sidecar)\n\n")
+	p("The sidecar's highest VmRSS sample over every run of a workload (sampled every 200 ms), beside its memory budget (`limits.memory_bytes`, read from its `kafka_iggy_memory_budget_bytes` gauge; the bench runs it at its default), and the embedded Iggy server's peak behind it.\n\n")
+	p("| workload | sidecar peak RSS | memory budget | peak ÷ budget | Iggy peak RSS |\n|---|---|---|---|---|\n")
+	for _, w := range rows {
+		budget, frac := "–", "–"
+		if w.budget > 0 {
+			budget = fmtMiB(w.budget)
+			frac = fmt.Sprintf("%.0f%%", float64(w.side)/float64(w.budget)*100)
+		}
+		p("| %s | %s | %s | %s | %s |\n", w.name, fmtMiB(w.side), budget, frac, fmtMiB(w.iggy))
 	}
 	p("\n")
 }

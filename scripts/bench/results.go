@@ -74,15 +74,16 @@ type Result struct {
 	Latency *Percentiles `json:"latency,omitempty"`
 	CDF     []CDFPoint   `json:"cdf,omitempty"`
 
-	ServerCPUs     float64 `json:"server_cpu_s"`         // the Kafka-protocol server's CPU seconds
-	IggyCPUs       float64 `json:"iggy_cpu_s"`           // the embedded Iggy server's CPU seconds
-	ClientCPUs     float64 `json:"client_cpu_s"`         // the load generator's
-	ServerRSSMax   int64   `json:"server_rss_max_bytes"` //
-	IggyRSSMax     int64   `json:"iggy_rss_max_bytes"`   //
-	AllocsPerRec   float64 `json:"allocs_per_record"`    // -1: not measured
-	IggyConns      int     `json:"iggy_connections"`     // -1: not counted
-	IggyBatchMsgs  float64 `json:"iggy_batch_messages"`  // the sidecar's mean messages per SEND_MESSAGES; -1: n/a
-	KafkaConns     int     `json:"kafka_connections"`    // -1: not counted
+	ServerCPUs     float64 `json:"server_cpu_s"`                  // the Kafka-protocol server's CPU seconds
+	IggyCPUs       float64 `json:"iggy_cpu_s"`                    // the embedded Iggy server's CPU seconds
+	ClientCPUs     float64 `json:"client_cpu_s"`                  // the load generator's
+	ServerRSSMax   int64   `json:"server_rss_max_bytes"`          //
+	IggyRSSMax     int64   `json:"iggy_rss_max_bytes"`            //
+	BudgetBytes    int64   `json:"memory_budget_bytes,omitempty"` // the sidecar's limits.memory_bytes
+	AllocsPerRec   float64 `json:"allocs_per_record"`             // -1: not measured
+	IggyConns      int     `json:"iggy_connections"`              // -1: not counted
+	IggyBatchMsgs  float64 `json:"iggy_batch_messages"`           // the sidecar's mean messages per SEND_MESSAGES; -1: n/a
+	KafkaConns     int     `json:"kafka_connections"`             // -1: not counted
 	IdleConns      int     `json:"idle_connections,omitempty"`
 	RSSBefore      int64   `json:"rss_before_bytes,omitempty"`
 	RSSWith        int64   `json:"rss_with_bytes,omitempty"`
@@ -129,6 +130,7 @@ func (r *Result) finish(elapsed time.Duration, m *measured) {
 	r.ClientCPUs = m.ClientCPU.Seconds()
 	r.ServerRSSMax = m.ServerRSSMax
 	r.IggyRSSMax = m.IggyRSSMax
+	r.BudgetBytes = m.BudgetBytes
 	r.IggyConns = m.IggyConnsMax
 	r.KafkaConns = m.KafkaConnMax
 	r.IggyBatchMsgs = m.BatchMsgs
