@@ -14,6 +14,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 )
 
@@ -67,17 +68,7 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 
 	srv := o.shared
 	if srv == nil {
-		var err error
-		srv, err = embedded.New(o.embedded, log.With().Str("component", "embedded").Logger())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The server serves until Close or until its Start context ends, so it
-		// gets a context that lives as long as the test.
-		if err := srv.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Close() })
+		srv = embedtest.StartWith(t, o.embedded, log.With().Str("component", "embedded").Logger())
 	}
 
 	o.client.Address = srv.Addr().String()

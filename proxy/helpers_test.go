@@ -401,20 +401,6 @@ func expectClosed(t testing.TB, c net.Conn) {
 	// EOF or reset: closed.
 }
 
-// waitFor polls cond until it holds or the test deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 func decodeApiVersions(t testing.TB, version int16, body []byte) *kmsg.ApiVersionsResponse {
 	t.Helper()
 	r := kmsg.NewPtrApiVersionsResponse()

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 func TestApiVersionsEveryVersion(t *testing.T) {
@@ -132,7 +134,7 @@ func TestRequestsOfOneConnectionRunInOrder(t *testing.T) {
 	}
 	send(t, c, batch)
 	cs := onlyConn(t, e.srv)
-	waitFor(t, "all five read off the socket", func() bool {
+	embedtest.WaitFor(t, testTimeout, "all five read off the socket", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		return cs.inFlight == 5
@@ -172,7 +174,7 @@ func TestMaxInFlightBackpressure(t *testing.T) {
 		t.Fatalf("entered %d", got)
 	}
 	cs := onlyConn(t, e.srv)
-	waitFor(t, "connection paused at max_in_flight", func() bool {
+	embedtest.WaitFor(t, testTimeout, "connection paused at max_in_flight", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		return cs.flags.isSet(flagPausedInFlight) && cs.inFlight == maxInFlight
@@ -210,9 +212,9 @@ func TestWorkerQueueFullParksInsteadOfDropping(t *testing.T) {
 		t.Fatalf("entered %d", got)
 	}
 	send(t, c2, appendRequest(nil, 2, &testClientID, kmsg.NewPtrHeartbeatRequest()))
-	waitFor(t, "request 2 queued", func() bool { return len(e.srv.pool.jobs) == 1 })
+	embedtest.WaitFor(t, testTimeout, "request 2 queued", func() bool { return len(e.srv.pool.jobs) == 1 })
 	send(t, c3, appendRequest(nil, 3, &testClientID, kmsg.NewPtrHeartbeatRequest()))
-	waitFor(t, "request 3 parked", func() bool { return e.srv.pool.nwait.Load() == 1 })
+	embedtest.WaitFor(t, testTimeout, "request 3 parked", func() bool { return e.srv.pool.nwait.Load() == 1 })
 
 	e.gate.open(1)
 	if got := e.gate.waitEntered(t); got != 2 {
@@ -276,7 +278,7 @@ func TestUnknownKeyClosesConnection(t *testing.T) {
 			expectClosed(t, c)
 		})
 	}
-	waitFor(t, "close reasons counted", func() bool { return e.metrics.closedCount(CloseUnsupportedAPI) == 5 })
+	embedtest.WaitFor(t, testTimeout, "close reasons counted", func() bool { return e.metrics.closedCount(CloseUnsupportedAPI) == 5 })
 }
 
 func TestOversizeFrameClosesWithoutAllocating(t *testing.T) {
@@ -293,7 +295,7 @@ func TestOversizeFrameClosesWithoutAllocating(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
 		t.Fatalf("server allocated %d bytes for a refused frame", grew)
 	}
-	waitFor(t, "close reason", func() bool { return e.metrics.closedCount(CloseFrameTooLarge) == 1 })
+	embedtest.WaitFor(t, testTimeout, "close reason", func() bool { return e.metrics.closedCount(CloseFrameTooLarge) == 1 })
 
 	// A negative int32 size is refused the same way.
 	c2 := dial(t, e.addr)
@@ -323,7 +325,7 @@ func TestMalformedRequestsClose(t *testing.T) {
 			expectClosed(t, c)
 		})
 	}
-	waitFor(t, "close reasons counted", func() bool {
+	embedtest.WaitFor(t, testTimeout, "close reasons counted", func() bool {
 		return e.metrics.closedCount(CloseBadHeader) == 3 && e.metrics.closedCount(CloseDecodeError) == 1
 	})
 }
@@ -335,7 +337,7 @@ func TestHandlerErrorClosesConnection(t *testing.T) {
 	e.gate.waitEntered(t)
 	e.gate.fail(1)
 	expectClosed(t, c)
-	waitFor(t, "handler_error counted", func() bool { return e.metrics.closedCount(CloseHandlerError) == 1 })
+	embedtest.WaitFor(t, testTimeout, "handler_error counted", func() bool { return e.metrics.closedCount(CloseHandlerError) == 1 })
 }
 
 func TestClientCloseCancelsHandler(t *testing.T) {
@@ -345,8 +347,8 @@ func TestClientCloseCancelsHandler(t *testing.T) {
 	e.gate.waitEntered(t)
 	_ = c.Close()
 	// The handler's context is cancelled: it returns without being released.
-	waitFor(t, "handler released by connection close", func() bool { return e.gate.cur.Load() == 0 })
-	waitFor(t, "client_closed counted", func() bool { return e.metrics.closedCount(CloseClientClosed) == 1 })
+	embedtest.WaitFor(t, testTimeout, "handler released by connection close", func() bool { return e.gate.cur.Load() == 0 })
+	embedtest.WaitFor(t, testTimeout, "client_closed counted", func() bool { return e.metrics.closedCount(CloseClientClosed) == 1 })
 	if n := e.metrics.closedCount(CloseHandlerError); n != 0 {
 		t.Fatalf("%d handler_error closes for a client that left", n)
 	}
@@ -358,7 +360,7 @@ func TestIdleTimeout(t *testing.T) {
 	send(t, c, appendRequest(nil, 1, &testClientID, apiVersionsReq(0)))
 	readResponse(t, c)
 	expectClosed(t, c)
-	waitFor(t, "idle_timeout counted", func() bool { return e.metrics.closedCount(CloseIdleTimeout) == 1 })
+	embedtest.WaitFor(t, testTimeout, "idle_timeout counted", func() bool { return e.metrics.closedCount(CloseIdleTimeout) == 1 })
 }
 
 func TestMaxConnections(t *testing.T) {
@@ -373,7 +375,7 @@ func TestMaxConnections(t *testing.T) {
 	if corr, _ := readResponse(t, c1); corr != 2 {
 		t.Fatalf("corr %d", corr)
 	}
-	waitFor(t, "refusal counted", func() bool { return e.metrics.closedCount(CloseTooManyConnections) == 1 })
+	embedtest.WaitFor(t, testTimeout, "refusal counted", func() bool { return e.metrics.closedCount(CloseTooManyConnections) == 1 })
 }
 
 func TestShutdownDrainsInFlight(t *testing.T) {
@@ -388,7 +390,7 @@ func TestShutdownDrainsInFlight(t *testing.T) {
 		defer cancel()
 		done <- e.srv.Shutdown(ctx)
 	}()
-	waitFor(t, "draining", e.srv.draining.Load)
+	embedtest.WaitFor(t, testTimeout, "draining", e.srv.draining.Load)
 
 	// New connections are refused while draining.
 	late := dial(t, e.addr)
@@ -494,7 +496,7 @@ func TestInboundOverflowWhilePaused(t *testing.T) {
 	_ = c.SetWriteDeadline(time.Now().Add(testTimeout))
 	_, _ = c.Write(more) // may fail once the server has closed
 	expectClosed(t, c)
-	waitFor(t, "inbound_overflow counted", func() bool { return e.metrics.closedCount(CloseInboundOverflow) == 1 })
+	embedtest.WaitFor(t, testTimeout, "inbound_overflow counted", func() bool { return e.metrics.closedCount(CloseInboundOverflow) == 1 })
 	if p := e.gate.peak.Load(); p != 1 {
 		t.Fatalf("peak concurrency %d", p)
 	}
@@ -518,7 +520,7 @@ func TestIdleTimeoutSparesConnectionsWithRequestsInFlight(t *testing.T) {
 	}
 	e.gate.open(1)
 	readResponse(t, c)
-	waitFor(t, "reply written", func() bool {
+	embedtest.WaitFor(t, testTimeout, "reply written", func() bool {
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		return cs.inFlight == 0
@@ -526,7 +528,7 @@ func TestIdleTimeoutSparesConnectionsWithRequestsInFlight(t *testing.T) {
 	cs.lastActive.Store(0)
 	h.OnTick()
 	expectClosed(t, c)
-	waitFor(t, "idle_timeout counted", func() bool { return e.metrics.closedCount(CloseIdleTimeout) == 1 })
+	embedtest.WaitFor(t, testTimeout, "idle_timeout counted", func() bool { return e.metrics.closedCount(CloseIdleTimeout) == 1 })
 }
 
 func TestClientIDSharedAcrossRequests(t *testing.T) {
@@ -563,7 +565,7 @@ func TestClientIDSharedAcrossRequests(t *testing.T) {
 func onlyConn(t testing.TB, s *Server) *conn {
 	t.Helper()
 	var cs *conn
-	waitFor(t, "one connection", func() bool {
+	embedtest.WaitFor(t, testTimeout, "one connection", func() bool {
 		s.connsMu.Lock()
 		defer s.connsMu.Unlock()
 		if len(s.conns) != 1 {

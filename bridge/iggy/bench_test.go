@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 // BenchmarkProduce measures produce throughput through the client against
@@ -44,7 +46,7 @@ func benchProduce(b *testing.B, delay time.Duration) {
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			srv := startEmbedded(b, "127.0.0.1:0", "")
+			srv := embedtest.Start(b, "127.0.0.1:0", nil)
 			defer srv.Close()
 			addr := srv.Addr().String()
 			if delay > 0 {

@@ -4,34 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
-
-// startEmbedded starts the embedded Iggy server on listen (":0"-style for a
-// free port) with dataDir ("" = in memory).
-func startEmbedded(tb testing.TB, listen, dataDir string) *embedded.Server {
-	tb.Helper()
-	cfg := embedded.DefaultConfig()
-	cfg.Listen = listen
-	cfg.DataDir = dataDir
-	srv, err := embedded.New(cfg, zerolog.New(io.Discard))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	return srv
-}
 
 // createTopic creates stream and topic with n partitions.
 func createTopic(tb testing.TB, c *Client, t TopicRef, n uint32) {
@@ -91,14 +72,14 @@ func readAll(t *testing.T, c *Client, tr TopicRef, partition uint32) map[uint64]
 // caller gets its own correct offsets, and each caller's sends land in the
 // order it made them.
 func TestAcceptanceManyCallers(t *testing.T) {
-	srv := startEmbedded(t, "127.0.0.1:0", "")
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
 	defer srv.Close()
 	cfg := testConfig(srv.Addr().String())
 	cfg.PoolSize = 4
 	cfg.RequestTimeout = 20 * time.Second
 	rm := &countMetrics{}
 	c := startClient(t, cfg, WithMetrics(rm))
-	waitFor(t, "4 sessions", func() bool { return c.SessionsUp() == 4 })
+	embedtest.WaitFor(t, 10*time.Second, "4 sessions", func() bool { return c.SessionsUp() == 4 })
 	tr := TopicRef{"kafka", "acceptance"}
 	createTopic(t, c, tr, 10)
 
@@ -191,7 +172,7 @@ func TestAcceptanceManyCallers(t *testing.T) {
 // stored, and nothing is stored twice.
 func TestAcceptanceServerRestart(t *testing.T) {
 	dir := t.TempDir()
-	srv := startEmbedded(t, "127.0.0.1:0", dir)
+	srv := embedtest.Start(t, "127.0.0.1:0", func(c *embedded.Config) { c.DataDir = dir })
 	addr := srv.Addr().String()
 	cfg := testConfig(addr)
 	cfg.PoolSize = 4
@@ -237,19 +218,19 @@ func TestAcceptanceServerRestart(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "confirmed sends before the restart", func() bool { return confirmed.Load() >= 2000 })
+	embedtest.WaitFor(t, 10*time.Second, "confirmed sends before the restart", func() bool { return confirmed.Load() >= 2000 })
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "sends failing while the server is down", func() bool { return errored.Load() >= 50 })
-	waitFor(t, "sessions down", func() bool { return !c.Ready() })
+	embedtest.WaitFor(t, 10*time.Second, "sends failing while the server is down", func() bool { return errored.Load() >= 50 })
+	embedtest.WaitFor(t, 10*time.Second, "sessions down", func() bool { return !c.Ready() })
 	before := confirmed.Load()
-	srv = startEmbedded(t, addr, dir)
+	srv = embedtest.Start(t, addr, func(c *embedded.Config) { c.DataDir = dir })
 	defer srv.Close()
-	waitFor(t, "confirmed sends after the restart", func() bool { return confirmed.Load() >= before+2000 })
+	embedtest.WaitFor(t, 10*time.Second, "confirmed sends after the restart", func() bool { return confirmed.Load() >= before+2000 })
 	stop.Store(true)
 	wg.Wait()
-	waitFor(t, "pool recovered", func() bool { return c.SessionsUp() == 4 })
+	embedtest.WaitFor(t, 10*time.Second, "pool recovered", func() bool { return c.SessionsUp() == 4 })
 	if n := srv.ConnCount(); n != 4 {
 		t.Fatalf("server sees %d connections, want 4", n)
 	}
@@ -320,7 +301,7 @@ func (m *countMetrics) Batch(messages, bytes, callers int) {
 
 // TestEmbeddedAPI runs the typed helpers against the embedded server.
 func TestEmbeddedAPI(t *testing.T) {
-	srv := startEmbedded(t, "127.0.0.1:0", "")
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
 	defer srv.Close()
 	cfg := testConfig(srv.Addr().String())
 	cfg.PoolSize = 2

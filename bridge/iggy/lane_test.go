@@ -12,6 +12,7 @@ import (
 	"time"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 // sendLog is a test tool for the script server: it checks every
@@ -167,11 +168,11 @@ func TestCoalescing(t *testing.T) {
 			// Queue in a known order: partition 0 m0..m9, partition 1 n0..n2.
 			for i := range 10 {
 				go send(0, fmt.Sprintf("m%d", i))
-				waitFor(t, "queued", func() bool { return laneDepth(c) == i+1 })
+				embedtest.WaitFor(t, 10*time.Second, "queued", func() bool { return laneDepth(c) == i+1 })
 			}
 			for i := range 3 {
 				go send(1, fmt.Sprintf("n%d", i))
-				waitFor(t, "queued", func() bool { return laneDepth(c) == 11+i })
+				embedtest.WaitFor(t, 10*time.Second, "queued", func() bool { return laneDepth(c) == 11+i })
 			}
 			close(gate)
 			got := map[string]int64{}
@@ -352,7 +353,7 @@ func TestLaneKeepsWriteOrder(t *testing.T) {
 	}
 	for i, step := range steps {
 		go func() { errs <- step() }()
-		waitFor(t, "queued", func() bool { return laneDepth(c) == i+1 })
+		embedtest.WaitFor(t, 10*time.Second, "queued", func() bool { return laneDepth(c) == i+1 })
 	}
 	close(gate)
 	for range 5 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 // Session liveness (session.go, serve): an idle session notices the server
@@ -39,7 +40,7 @@ func TestIdleSessionNoticesClose(t *testing.T) {
 	cfg.PoolSize = 2
 	cfg.KeepaliveInterval = time.Minute // the keep-alive is not what notices it
 	c := startClient(t, cfg)
-	waitFor(t, "both sessions up", func() bool { return c.SessionsUp() == 2 })
+	embedtest.WaitFor(t, 10*time.Second, "both sessions up", func() bool { return c.SessionsUp() == 2 })
 	time.Sleep(2 * idleWatchAfter) // the scenario: the sessions sit idle
 
 	refuse.Store(true)
@@ -49,7 +50,7 @@ func TestIdleSessionNoticesClose(t *testing.T) {
 	t.Logf("unready %v after the close", took)
 
 	refuse.Store(false) // the server is back
-	waitFor(t, "sessions up again", func() bool { return c.SessionsUp() == 2 })
+	embedtest.WaitFor(t, 10*time.Second, "sessions up again", func() bool { return c.SessionsUp() == 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx); err != nil {

@@ -181,19 +181,6 @@ func startClient(t *testing.T, cfg Config, opts ...Option) *Client {
 	return c
 }
 
-// waitFor polls cond until it holds or 10s pass (a bounded condition wait,
-// not a sleep used as synchronisation).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // recv receives from ch within 10s.
 func recv[T any](t *testing.T, what string, ch <-chan T) T {
 	t.Helper()

@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 // seen is one request as the script server received it.
@@ -197,7 +198,7 @@ func TestSilentServerTimesOut(t *testing.T) {
 	if idx := recv(t, "second login", logins); idx != 1 {
 		t.Fatalf("relogin on connection %d", idx)
 	}
-	waitFor(t, "session up again", c.Ready)
+	embedtest.WaitFor(t, 10*time.Second, "session up again", c.Ready)
 }
 
 // TestSessionDroppedOnBadReplies: every reply that leaves the connection
@@ -243,7 +244,7 @@ func TestSessionDroppedOnBadReplies(t *testing.T) {
 			if !Retriable(err) {
 				t.Fatalf("not retriable: %v", err)
 			}
-			waitFor(t, "second connection", func() bool { return srv.accepts.Load() == 2 })
+			embedtest.WaitFor(t, 10*time.Second, "second connection", func() bool { return srv.accepts.Load() == 2 })
 			if _, err := c.CreateStream(context.Background(), "s"); err != nil {
 				t.Fatalf("after reconnect: %v", err)
 			}
@@ -376,7 +377,7 @@ func TestReadsUseAnyIdleSession(t *testing.T) {
 	cfg := testConfig(srv.addr())
 	cfg.PoolSize = 2
 	c := startClient(t, cfg)
-	waitFor(t, "both sessions", func() bool { return c.SessionsUp() == 2 })
+	embedtest.WaitFor(t, 10*time.Second, "both sessions", func() bool { return c.SessionsUp() == 2 })
 	done := make(chan error, 1)
 	go func() { done <- c.Do(context.Background(), &icodec.GetStatsRequest{}, nil) }()
 	recv(t, "stuck request", stuck)
@@ -414,7 +415,7 @@ func TestCloseFailsWaitersAndLeavesNoGoroutines(t *testing.T) {
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both sessions", func() bool { return c.SessionsUp() == 2 })
+	embedtest.WaitFor(t, 10*time.Second, "both sessions", func() bool { return c.SessionsUp() == 2 })
 	ctx := context.Background()
 	errs := make(chan error, 8)
 	go func() { errs <- c.Do(ctx, &icodec.GetStatsRequest{}, nil) }() // on the wire, never answered
@@ -428,7 +429,7 @@ func TestCloseFailsWaitersAndLeavesNoGoroutines(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitFor(t, "sends queued", func() bool {
+	embedtest.WaitFor(t, 10*time.Second, "sends queued", func() bool {
 		n := 0
 		for _, l := range c.lanes {
 			l.mu.Lock()
@@ -453,7 +454,7 @@ func TestCloseFailsWaitersAndLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("send after close: %v", err)
 	}
 	_ = c.Close()
-	waitFor(t, "client goroutines gone", func() bool { return countGoroutines() <= before })
+	embedtest.WaitFor(t, 10*time.Second, "client goroutines gone", func() bool { return countGoroutines() <= before })
 }
 
 // TestTLS: TLS with a CA file works; a server whose certificate the CA did

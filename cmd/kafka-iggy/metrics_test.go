@@ -1,63 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
-
-// scrape returns the samples of /metrics whose series name starts with one
-// of the prefixes, keyed by the full series text (name and labels).
-func scrape(t *testing.T, admin string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
-}
-
-// sum adds every sample whose series starts with prefix and contains all of
-// the label fragments.
-func sum(m map[string]float64, prefix string, frags ...string) float64 {
-	total := 0.0
-next:
-	for k, v := range m {
-		if !strings.HasPrefix(k, prefix) {
-			continue
-		}
-		for _, f := range frags {
-			if !strings.Contains(k, f) {
-				continue next
-			}
-		}
-		total += v
-	}
-	return total
-}
 
 // TestMetricsMoveUnderProduceAndConsume scrapes the admin listener of a
 // running sidecar process while a client produces, consumes in a group and
@@ -71,21 +26,16 @@ func TestMetricsMoveUnderProduceAndConsume(t *testing.T) {
 	defer func() { _ = p.cmd.Process.Signal(syscall.SIGTERM); <-p.done }()
 	// /readyz turns 200 once an Iggy session is up (the pool connects in
 	// the background after the listener starts).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	embedtest.WaitFor(t, 30*time.Second, "/readyz 200", func() bool {
 		r, err := http.Get("http://" + p.admin + "/readyz")
-		if err == nil {
-			r.Body.Close()
-			if r.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within 30s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an HTTP endpoint, not synchronising goroutines
-	}
-	before := scrape(t, p.admin)
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	})
+	metrics := "http://" + p.admin + "/metrics"
+	before := embedtest.Scrape(t, metrics)
 
 	const topic = "metered"
 	pr, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
@@ -124,24 +74,24 @@ func TestMetricsMoveUnderProduceAndConsume(t *testing.T) {
 	if got < 50 {
 		t.Fatalf("consumed %d of 50", got)
 	}
-	after := scrape(t, p.admin)
+	after := embedtest.Scrape(t, metrics)
 
-	moved := func(what string, prefix string, frags ...string) {
+	moved := func(what string, name string, labels ...string) {
 		t.Helper()
-		if b, a := sum(before, prefix, frags...), sum(after, prefix, frags...); a <= b {
+		if b, a := before.Value(name, labels...), after.Value(name, labels...); a <= b {
 			t.Errorf("%s did not move: %v -> %v", what, b, a)
 		}
 	}
-	moved("produce requests", "kafka_iggy_requests_total", `api="Produce"`)
-	moved("fetch requests", "kafka_iggy_requests_total", `api="Fetch"`)
+	moved("produce requests", "kafka_iggy_requests_total", "api", "Produce")
+	moved("fetch requests", "kafka_iggy_requests_total", "api", "Fetch")
 	moved("bytes in", "kafka_iggy_received_bytes_total")
 	moved("bytes out", "kafka_iggy_sent_bytes_total")
 	moved("upstream requests", "kafka_iggy_upstream_requests_total")
-	moved("error codes", "kafka_iggy_errors_total", `api="Metadata"`)
-	if g := sum(after, "kafka_iggy_groups"); g < 1 {
+	moved("error codes", "kafka_iggy_errors_total", "api", "Metadata")
+	if g := after.Value("kafka_iggy_groups"); g < 1 {
 		t.Errorf("groups gauge %v, want >= 1 while a group consumes", g)
 	}
-	if s := sum(after, "kafka_iggy_upstream_sessions_up"); s < 1 {
+	if s := after.Value("kafka_iggy_upstream_sessions_up"); s < 1 {
 		t.Errorf("upstream sessions up %v", s)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated metrics list in docs/OPERATIONS.md")
@@ -67,7 +69,7 @@ func TestSeriesDescribedAreRegistered(t *testing.T) {
 	i.QueueDepth(0, 0)
 	i.Request("x", 0, nil)
 	br.KafkaError(0, 1)
-	fams := scrape(t, base)
+	fams := embedtest.Scrape(t, base+"/metrics")
 	for _, s := range m.series {
 		if _, ok := fams[s.name]; !ok {
 			t.Errorf("%s described but not exposed", s.name)

@@ -13,31 +13,15 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
-	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 )
-
-// startEmbedded starts the embedded Iggy server, in memory, on listen.
-func startEmbedded(t testing.TB, listen string) *embedded.Server {
-	t.Helper()
-	cfg := embedded.DefaultConfig()
-	cfg.Listen = listen
-	srv, err := embedded.New(cfg, zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Start's context is the server's lifetime: Close ends it.
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
 
 // /readyz follows the Iggy session pool: 503 before the client has a
 // session, 200 once one is logged in, 503 when the server goes away, 200
 // again when it is back; the upstream series move with it.
 func TestReadyzFollowsIggySessions(t *testing.T) {
-	srv := startEmbedded(t, "127.0.0.1:0")
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
 	addr := srv.Addr().String()
 
 	m := NewMetrics("test")
@@ -69,28 +53,28 @@ func TestReadyzFollowsIggySessions(t *testing.T) {
 	if code := readyz(); code != http.StatusOK {
 		t.Fatalf("/readyz after Start = %d", code)
 	}
-	waitFor(t, "both sessions up in the metrics", func() bool {
-		return scrape(t, base).value("kafka_iggy_upstream_sessions_up") == 2
+	embedtest.WaitFor(t, testTimeout, "both sessions up in the metrics", func() bool {
+		return embedtest.Scrape(t, base+"/metrics").Value("kafka_iggy_upstream_sessions_up") == 2
 	})
 	if err := client.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f := scrape(t, base); f.value("kafka_iggy_upstream_requests_total", "result", "ok") < 1 ||
-		f.value("kafka_iggy_upstream_request_duration_seconds") < 1 {
+	if f := embedtest.Scrape(t, base+"/metrics"); f.Value("kafka_iggy_upstream_requests_total", "result", "ok") < 1 ||
+		f.Value("kafka_iggy_upstream_request_duration_seconds") < 1 {
 		t.Fatal("a successful Iggy request was not counted")
 	}
 
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "/readyz 503 with the Iggy server gone", func() bool { return readyz() == http.StatusServiceUnavailable })
-	waitFor(t, "sessions_up 0", func() bool { return scrape(t, base).value("kafka_iggy_upstream_sessions_up") == 0 })
+	embedtest.WaitFor(t, testTimeout, "/readyz 503 with the Iggy server gone", func() bool { return readyz() == http.StatusServiceUnavailable })
+	embedtest.WaitFor(t, testTimeout, "sessions_up 0", func() bool { return embedtest.Scrape(t, base+"/metrics").Value("kafka_iggy_upstream_sessions_up") == 0 })
 
-	srv = startEmbedded(t, addr)
+	srv = embedtest.Start(t, addr, nil)
 	defer srv.Close()
-	waitFor(t, "/readyz 200 with the Iggy server back", func() bool { return readyz() == http.StatusOK })
-	waitFor(t, "reconnects counted", func() bool {
-		return scrape(t, base).value("kafka_iggy_upstream_reconnects_total") >= 1
+	embedtest.WaitFor(t, testTimeout, "/readyz 200 with the Iggy server back", func() bool { return readyz() == http.StatusOK })
+	embedtest.WaitFor(t, testTimeout, "reconnects counted", func() bool {
+		return embedtest.Scrape(t, base+"/metrics").Value("kafka_iggy_upstream_reconnects_total") >= 1
 	})
 }
 
@@ -133,7 +117,7 @@ func TestFrontDoorMetricsMove(t *testing.T) {
 		}
 	}()
 
-	before := scrape(t, base)
+	before := embedtest.Scrape(t, base+"/metrics")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +127,7 @@ func TestFrontDoorMetricsMove(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	after := scrape(t, base)
+	after := embedtest.Scrape(t, base+"/metrics")
 	moved := []struct {
 		name   string
 		labels []string
@@ -158,13 +142,13 @@ func TestFrontDoorMetricsMove(t *testing.T) {
 		{"kafka_iggy_sent_bytes_total", nil, 100},
 	}
 	for _, c := range moved {
-		if d := after.value(c.name, c.labels...) - before.value(c.name, c.labels...); d < c.min {
+		if d := after.Value(c.name, c.labels...) - before.Value(c.name, c.labels...); d < c.min {
 			t.Errorf("%s%v moved by %v, want at least %v", c.name, c.labels, d, c.min)
 		}
 	}
 	cl.Close()
-	waitFor(t, "the closed connection counted", func() bool {
-		f := scrape(t, base)
-		return f.value("kafka_iggy_connections_closed_total") >= 1 && f.value("kafka_iggy_connections_active") == 0
+	embedtest.WaitFor(t, testTimeout, "the closed connection counted", func() bool {
+		f := embedtest.Scrape(t, base+"/metrics")
+		return f.Value("kafka_iggy_connections_closed_total") >= 1 && f.Value("kafka_iggy_connections_active") == 0
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 )
 
@@ -55,8 +56,8 @@ func TestHealthzReadyzAndDraining(t *testing.T) {
 	if code, _ := get(t, base+"/nothing"); code != 404 {
 		t.Fatalf("/nothing = %d", code)
 	}
-	fams := scrape(t, base)
-	if v := fams.value("kafka_iggy_build_info", "version", "test"); v != 1 {
+	fams := embedtest.Scrape(t, base+"/metrics")
+	if v := fams.Value("kafka_iggy_build_info", "version", "test"); v != 1 {
 		t.Fatalf("build_info = %v", v)
 	}
 	if _, ok := fams["go_goroutines"]; !ok {
@@ -106,7 +107,7 @@ func TestProxyAdapter(t *testing.T) {
 	p.BytesIn(100)
 	p.BytesOut(40)
 
-	f := scrape(t, base)
+	f := embedtest.Scrape(t, base+"/metrics")
 	checks := []struct {
 		name   string
 		labels []string
@@ -125,7 +126,7 @@ func TestProxyAdapter(t *testing.T) {
 		{"kafka_iggy_sent_bytes_total", nil, 40},
 	}
 	for _, c := range checks {
-		if got := f.value(c.name, c.labels...); got != c.want {
+		if got := f.Value(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -154,7 +155,7 @@ func TestIggyAndBridgeAdapters(t *testing.T) {
 	b.AddFetchWaiters(2)
 	b.AddFetchWaiters(-1)
 
-	f := scrape(t, base)
+	f := embedtest.Scrape(t, base+"/metrics")
 	checks := []struct {
 		name   string
 		labels []string
@@ -181,7 +182,7 @@ func TestIggyAndBridgeAdapters(t *testing.T) {
 		{"kafka_iggy_fetch_waiters", nil, 1},
 	}
 	for _, c := range checks {
-		if got := f.value(c.name, c.labels...); got != c.want {
+		if got := f.Value(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
