@@ -95,14 +95,14 @@ func (a access) readStream(sid uint32) bool {
 	return sp != nil && (sp.ManageStream || sp.ReadStream)
 }
 
-// readTopics: GET_TOPICS of stream sid.
+// readTopics: GET_TOPICS of stream sid (Permissioner::get_topics).
 func (a access) readTopics(sid uint32) bool {
 	g := a.global()
 	if a.root || g.ReadStreams || g.ManageStreams || g.ManageTopics || g.ReadTopics {
 		return true
 	}
 	sp, _ := a.scoped(sid, noTopic)
-	return sp != nil && (sp.ManageTopics || sp.ReadTopics)
+	return sp != nil && (sp.ManageStream || sp.ReadStream || sp.ManageTopics || sp.ReadTopics)
 }
 
 // readTopic: GET_TOPIC and the consumer-group commands.
@@ -114,14 +114,14 @@ func (a access) readTopic(sid, tid uint32) bool {
 	return tp != nil && (tp.ManageTopic || tp.ReadTopic)
 }
 
-// createTopic: CREATE_TOPIC in stream sid.
+// createTopic: CREATE_TOPIC in stream sid (Permissioner::create_topic).
 func (a access) createTopic(sid uint32) bool {
 	g := a.global()
 	if a.root || g.ManageStreams || g.ManageTopics {
 		return true
 	}
 	sp, _ := a.scoped(sid, noTopic)
-	return sp != nil && sp.ManageTopics
+	return sp != nil && (sp.ManageStream || sp.ManageTopics)
 }
 
 // manageTopic: update, delete, purge, partitions, segments.
@@ -133,19 +133,25 @@ func (a access) manageTopic(sid, tid uint32) bool {
 	return tp != nil && tp.ManageTopic
 }
 
-// pollMessages: POLL_MESSAGES and the consumer-offset commands.
+// pollMessages: POLL_MESSAGES and the consumer-offset commands
+// (Permissioner::poll_messages, core/metadata/src/permissioner/
+// permissioner_rules/messages.rs: manage_streams -> read_streams ->
+// read_topics -> poll_messages, globally or per stream or topic).
 func (a access) pollMessages(sid, tid uint32) bool {
-	if a.root || a.global().PollMessages {
+	g := a.global()
+	if a.root || g.PollMessages || g.ReadTopics || g.ManageTopics || g.ReadStreams || g.ManageStreams {
 		return true
 	}
 	sp, tp := a.scoped(sid, tid)
-	return sp != nil && (sp.PollMessages || sp.ReadStream || sp.ManageTopics || sp.ReadTopics) ||
+	return sp != nil && (sp.PollMessages || sp.ManageStream || sp.ReadStream || sp.ManageTopics || sp.ReadTopics) ||
 		tp != nil && (tp.PollMessages || tp.ReadTopic || tp.ManageTopic)
 }
 
-// sendMessages: SEND_MESSAGES.
+// sendMessages: SEND_MESSAGES (Permissioner::append_messages:
+// manage_streams -> manage_topics -> send_messages).
 func (a access) sendMessages(sid, tid uint32) bool {
-	if a.root || a.global().SendMessages {
+	g := a.global()
+	if a.root || g.SendMessages || g.ManageStreams || g.ManageTopics {
 		return true
 	}
 	sp, tp := a.scoped(sid, tid)

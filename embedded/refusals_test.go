@@ -4,6 +4,7 @@ package embedded
 // reference gives: status, result section, eviction reason, or silence.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 
@@ -15,13 +16,14 @@ import (
 type channel int
 
 const (
-	chOK       channel = iota // status 0 and result 0
-	chEmpty                   // status 0 with an empty body
-	chStatus                  // reply status
-	chResult                  // result section of a status-0 reply
-	chEviction                // Eviction frame
-	chSilence                 // no reply at all
-	chClosed                  // connection dropped
+	chOK        channel = iota // status 0 and result 0
+	chEmpty                    // status 0 with an empty body
+	chEmptyPoll                // status 0 with the 16-byte empty poll body
+	chStatus                   // reply status
+	chResult                   // result section of a status-0 reply
+	chEviction                 // Eviction frame
+	chSilence                  // no reply at all
+	chClosed                   // connection dropped
 )
 
 type expect struct {
@@ -60,6 +62,10 @@ func (e expect) check(t *testing.T, c *tclient) reply {
 		}
 		if code, _ := r.result(t); code != e.code || len(r.body) != iggy.LimitRejectionBodySize {
 			t.Fatalf("want result %d (12-byte body), got %d body %x", e.code, code, r.body)
+		}
+	case chEmptyPoll:
+		if r.evicted != nil || r.status() != 0 || !bytes.Equal(r.body, make([]byte, 16)) {
+			t.Fatalf("want the empty poll body, got status %d body %x evicted %+v", r.status(), r.body, r.evicted)
 		}
 	case chEmpty:
 		if r.evicted != nil || r.status() != 0 || len(r.body) != 0 {
@@ -296,9 +302,8 @@ func TestRefusals(t *testing.T) {
 		// Permissions of a read-only user.
 		{"reader: send", nil, false, "reader", rep(iggy.OperationSendMessages, encode(&iggy.SendMessagesRequest{StreamID: s0, TopicID: t0, Partitioning: toPartition(0), MessagesCount: 1, Batch: batch(t, "x")})),
 			expect{ch: chStatus, code: iggy.StatusUnauthorized}},
-		{"reader: poll", nil, false, "reader", op2(iggy.CodePollMessages, pollReq(single(1), s0, t0, nil, iggy.PollingKindFirst, 0, 1, false)), expect{ch: chStatus, code: iggy.StatusUnauthorized}},
-		{"reader: store offset", nil, false, "reader", rep(iggy.OperationStoreConsumerOffset, encode(&iggy.StoreConsumerOffsetRequest{Consumer: single(1), StreamID: s0, TopicID: t0, PartitionID: part0, Ack: iggy.AckLevelQuorum})),
-			expect{ch: chStatus, code: iggy.StatusUnauthorized}},
+		// Poll and store offset: a global read_topics grants them
+		// (TestFidelity/POLL_MESSAGES_100/global_read_topics_may_poll).
 		{"reader: create stream", nil, false, "reader", rep(iggy.OperationCreateStream, encode(&iggy.CreateStreamRequest{Name: "r"})), expect{ch: chResult, code: iggy.StatusUnauthorized}},
 		{"reader: stats", nil, false, "reader", op2(iggy.CodeGetStats, nil), expect{ch: chStatus, code: iggy.StatusUnauthorized}},
 		{"reader: get topic", nil, false, "reader", op2(iggy.CodeGetTopic, &iggy.GetTopicRequest{StreamID: s0, TopicID: t0}), expect{ch: chOK}},

@@ -60,7 +60,7 @@ const (
 	ConsumerKindConsumer ConsumerKind = 1
 	// ConsumerKindConsumerGroup: An existing consumer group of the topic, named by id or name.
 	ConsumerKindConsumerGroup ConsumerKind = 2
-	// ConsumerKindExternalGroup: A group managed outside Iggy (for example a Kafka group): offsets only, with no membership and no range check; it cannot poll or join. A 0.11 server refuses it with InvalidCommand (3). Since protocol 0.12.0.
+	// ConsumerKindExternalGroup: A group managed outside Iggy (for example a Kafka group): offsets only, with no membership and no range check; it cannot poll or join. A 0.11 server cannot decode it: GET_CONSUMER_OFFSET answers status 0 with an empty body, STORE and DELETE_CONSUMER_OFFSET deny with ResourceNotFound (20), POLL_MESSAGES answers an empty poll. Since protocol 0.12.0.
 	ConsumerKindExternalGroup ConsumerKind = 3
 )
 
