@@ -41,7 +41,7 @@ package bridge
 //     auto.offset.reset.
 //   - auto (default): decided by the protocol generation the Iggy server
 //     announced at login (iggy.Client.Protocol): a generation with consumer
-//     kind 3 (icodec.ConsumerKindExternalGroup.ValidIn) selects
+//     kind 3 (icodec.ProtocolVersion.ExternalGroupOffsets: 0.12) selects
 //     external-group, one without it (0.11, Iggy server 0.9.x) consumer.
 //     Nothing is probed: a 0.11 server answers a kind-3 read with status 0
 //     and an empty body ("nothing stored") and a kind-3 store with
@@ -183,7 +183,7 @@ func newOffsetStore(b *Bridge) *offsetStore {
 
 // modeFor is the auto mode for protocol generation p.
 func modeFor(p icodec.ProtocolVersion) offsetMode {
-	if icodec.ConsumerKindExternalGroup.ValidIn(p) {
+	if p.ExternalGroupOffsets() {
 		return offsetModeExternal
 	}
 	return offsetModeConsumer
@@ -382,7 +382,7 @@ func groupMissing(err error) bool {
 // InvalidCommand from older embedded servers), logging it once at error
 // level with the key to change.
 func (s *offsetStore) kind3Refusal(mode offsetMode, err error) error {
-	if mode != offsetModeExternal || err == nil || icodec.ConsumerKindExternalGroup.ValidIn(s.b.iggy.Protocol()) ||
+	if mode != offsetModeExternal || err == nil || s.b.iggy.Protocol().ExternalGroupOffsets() ||
 		!iggy.IsNotFound(err) && !errors.Is(err, icodec.StatusInvalidCommand) {
 		return err
 	}

@@ -328,7 +328,7 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 // TestOffsetsAutoByProtocol: auto follows the protocol generation the
 // server announced at login, not what the server would answer: the
 // embedded server with kind 3 on still announces 0.11, so auto stores
-// single consumers and never sends kind 3.
+// single consumers and never sends kind 3; on a 0.12 server it uses kind 3.
 func TestOffsetsAutoByProtocol(t *testing.T) {
 	s := startStack(t, func(o *stackOpts) {
 		o.embedded.ExternalGroups = true
@@ -350,6 +350,24 @@ func TestOffsetsAutoByProtocol(t *testing.T) {
 	}
 	if iggyGroupExists(t, s, "g", "byproto") {
 		t.Fatal("auto on 0.11 created an Iggy consumer group")
+	}
+
+	// A server of protocol 0.12 (kind 3 in its generation): auto stores
+	// under kind 3.
+	s = startStack(t, func(o *stackOpts) {
+		o.embedded.Protocol = "0.12"
+		o.bridge.Offsets.Mode = "auto"
+	})
+	if !s.Client.Protocol().ExternalGroupOffsets() {
+		t.Fatalf("login protocol %v has no external groups", s.Client.Protocol())
+	}
+	offTopic(t, s, "byproto", 1, map[int32]int{0: 4})
+	r = dialRaw(t, s.Addr)
+	if codes := rawCommit(r, 8, "g", "byproto", [16]byte{}, map[int32]int64{0: 4}); codes[0] != 0 {
+		t.Fatal(codes)
+	}
+	if v, ok := iggyStored(t, s, icodec.ConsumerKindExternalGroup, "g", "byproto", 0); !ok || v != 4 {
+		t.Fatalf("kind 3 on 0.12: %d %v", v, ok)
 	}
 }
 

@@ -225,7 +225,7 @@ func (c *Client) SessionsUp() int { return int(c.up.Load()) }
 // the older of the version this client announced and the one the server
 // answered with (0 before the first login). What a generation supports
 // (consumer kinds, commands) is asked of the codec's version types, e.g.
-// icodec.ConsumerKindExternalGroup.ValidIn(c.Protocol()).
+// c.Protocol().ExternalGroupOffsets().
 func (c *Client) Protocol() icodec.ProtocolVersion {
 	return icodec.ProtocolVersion(c.proto.Load())
 }
