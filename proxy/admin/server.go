@@ -28,9 +28,11 @@ type Server struct {
 }
 
 // New builds the admin server for cfg, serving m's registry and r's
-// readiness. Nothing listens until Start.
+// readiness. Nothing listens until Start. log is used as given: the caller
+// names the component, as for every other component's logger (adding it
+// here too wrote "component" twice into each JSON line).
 func New(cfg Config, m *Metrics, r *Readiness, log zerolog.Logger) *Server {
-	s := &Server{cfg: cfg, log: log.With().Str("component", "admin").Logger()}
+	s := &Server{cfg: cfg, log: log}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{
 		Registry:          m.Registry(), // promhttp's own error counters

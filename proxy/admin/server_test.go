@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -217,4 +218,26 @@ func BenchmarkProxyRequestHook(b *testing.B) {
 			p.Request(0, 9, time.Millisecond, proxy.OutcomeOK)
 		}
 	})
+}
+
+// The admin listener's log lines carry each key once: the caller names the
+// component (serve.go does, as for every component), New adds nothing.
+func TestLogLineKeysOnce(t *testing.T) {
+	var out bytes.Buffer
+	cfg := DefaultConfig()
+	cfg.Address = "127.0.0.1:0"
+	s := New(cfg, NewMetrics("x"), NewReadiness(), zerolog.New(&out).With().Str("component", "admin").Logger())
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := bytes.Cut(out.Bytes(), []byte("\n"))
+	if !bytes.Contains(line, []byte("admin listener up")) {
+		t.Fatalf("no listener line: %q", out.String())
+	}
+	if n := bytes.Count(line, []byte(`"component":`)); n != 1 {
+		t.Fatalf("component appears %d times in %s", n, line)
+	}
 }
