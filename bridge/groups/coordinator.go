@@ -262,6 +262,9 @@ type Coordinator struct {
 	// emptyRetention is emptyGroupRetention (tests shorten it).
 	emptyRetention time.Duration
 
+	// genHook is called with the group locked after every new generation
+	// (bridge/cluster persists generations with it); nil when unused.
+	genHook func(group string, generation int32)
 	// draining is closed by Drain: parked and later JoinGroup/SyncGroup
 	// requests answer NOT_COORDINATOR.
 	draining  chan struct{}
@@ -315,6 +318,12 @@ type group struct {
 	newMemberAdd bool           // a member joined during the initial delay
 	subscribed   map[string]struct{}
 	subsKnown    bool
+
+	// adopting: the group moved here from another coordinator (Seed) and
+	// has not completed a rebalance here yet: unknown member ids are
+	// members of the previous coordinator, accepted on JoinGroup and told
+	// REBALANCE_IN_PROGRESS on Heartbeat and OffsetCommit.
+	adopting bool
 
 	timerSeq  uint64
 	joinTimer groupTimer
@@ -507,6 +516,10 @@ func (c *Coordinator) heartbeat(groupID, memberID string, instanceID *string, ge
 		return kerr.UnknownMemberID.Code
 	}
 	defer g.mu.Unlock()
+	if g.adopting && g.members[memberID] == nil {
+		// A member of the previous coordinator: rejoin (keeping its id).
+		return kerr.RebalanceInProgress.Code
+	}
 	if code := g.validateMember(memberID, instanceID); code != 0 {
 		return code
 	}
@@ -698,6 +711,11 @@ func (c *Coordinator) validateCommit(groupID, memberID string, generation int32,
 	if generation < 0 && g.state == StateEmpty {
 		g.armEmptyExpiry() // a group in use stays in memory
 		return 0
+	}
+	if g.adopting && generation >= 0 && g.members[memberID] == nil {
+		// A member of the previous coordinator: it rejoins first (its
+		// records since the last accepted commit are delivered again).
+		return kerr.RebalanceInProgress.Code
 	}
 	if generation >= 0 || memberID != "" || instanceID != nil {
 		if code := g.validateMember(memberID, instanceID); code != 0 {
@@ -1026,6 +1044,17 @@ func (g *group) joinExistingMember(p JoinParams, reply chan<- JoinResult) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
+	if g.adopting && g.members[p.MemberID] == nil && (p.InstanceID == nil || g.static[*p.InstanceID] == "") {
+		// The group moved here from another coordinator: a member of the
+		// previous coordinator rejoins under its member id (and instance
+		// id), so cooperative members keep their partitions.
+		if g.full() {
+			fail(kerr.GroupMaxSizeReached.Code)
+			return
+		}
+		g.addMemberAndRebalance(p, p.MemberID, reply)
+		return
+	}
 	if g.pending[p.MemberID] != nil {
 		if p.InstanceID != nil {
 			// Pending ids are only handed to dynamic members.
@@ -1304,6 +1333,10 @@ func (g *group) completeJoinPhase() {
 		return
 	}
 	g.generation++
+	g.adopting = false
+	if h := g.c.genHook; h != nil {
+		h(g.id, g.generation)
+	}
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.computeSubscribed()

@@ -155,7 +155,13 @@ func (c *Coordinator) Has(group string) bool {
 // takes a group over from another sidecar seeds it with the generation
 // persisted in Iggy, so generations never go backwards across moves. It
 // reports whether the group was created.
-func (c *Coordinator) Seed(group string, generation int32) bool {
+//
+// adopting says the group existed at another coordinator: until its first
+// rebalance here completes, JoinGroup accepts the member ids of the
+// previous coordinator (members keep their ids, so a move costs one
+// rebalance), and their Heartbeat and OffsetCommit answer
+// REBALANCE_IN_PROGRESS so they rejoin.
+func (c *Coordinator) Seed(group string, generation int32, adopting bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups[group] != nil {
@@ -163,9 +169,14 @@ func (c *Coordinator) Seed(group string, generation int32) bool {
 	}
 	g := c.newGroup(group)
 	g.generation = generation
+	g.adopting = adopting
 	c.groups[group] = g
 	return true
 }
+
+// SetGenerationHook sets a function called, with the group locked, after
+// every new generation of a group; it must not block. Call before serving.
+func (c *Coordinator) SetGenerationHook(f func(group string, generation int32)) { c.genHook = f }
 
 // Generation returns the group's current generation; false when not held.
 func (c *Coordinator) Generation(group string) (int32, bool) {

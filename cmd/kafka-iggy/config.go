@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
@@ -50,6 +51,11 @@ type Config struct {
 	Log LogConfig `koanf:"log"`
 	// Shutdown tunes the SIGTERM sequence.
 	Shutdown ShutdownConfig `koanf:"shutdown"`
+	// Peers is the peer listener between the sidecars of a coordination
+	// domain (one Kafka group across sidecars); off by default.
+	Peers cluster.PeersConfig `koanf:"peers"`
+	// Coordination places the sidecar in a coordination domain.
+	Coordination cluster.CoordinationConfig `koanf:"coordination"`
 }
 
 // Embedded server modes accepted by EmbeddedConfig.Mode.
@@ -182,9 +188,11 @@ func DefaultConfig() Config {
 			ClientAuth: ClientAuthNone,
 			MinVersion: "1.2",
 		},
-		Admin:    admin.DefaultConfig(),
-		Log:      LogConfig{Level: "info", Format: LogFormatJSON},
-		Shutdown: ShutdownConfig{},
+		Admin:        admin.DefaultConfig(),
+		Log:          LogConfig{Level: "info", Format: LogFormatJSON},
+		Shutdown:     ShutdownConfig{},
+		Peers:        cluster.DefaultPeersConfig(),
+		Coordination: cluster.DefaultCoordinationConfig(),
 	}
 }
 
@@ -209,6 +217,7 @@ func (c Config) Validate() error {
 		c.Iggy.Validate(),
 		c.Embedded.Server.Validate(),
 		c.Admin.Validate(),
+		cluster.Validate(c.Peers, c.Coordination),
 	}
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))

@@ -73,6 +73,8 @@ var secretKeys = map[string]bool{
 	"iggy.personal_access_token": true,
 	"embedded.root_password":     true,
 	"sasl.users":                 true, // the values (passwords) of the map
+	"peers.secret":               true,
+	"peers.secret_file":          true, // a path, masked with the other secrets
 }
 
 // maskedValue replaces a secret's text.

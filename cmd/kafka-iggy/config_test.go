@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
@@ -297,11 +298,13 @@ func TestExampleConfigGolden(t *testing.T) {
 				SDKDurabilityOptions: true,
 			},
 		},
-		SASL:     SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
-		TLS:      TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:    admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
-		Log:      LogConfig{Level: "debug", Format: "json"},
-		Shutdown: ShutdownConfig{UnreadyDelay: 0},
+		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
+		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
+		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
+		Log:          LogConfig{Level: "debug", Format: "json"},
+		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
+		Peers:        cluster.DefaultPeersConfig(),
+		Coordination: cluster.DefaultCoordinationConfig(),
 	}
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)

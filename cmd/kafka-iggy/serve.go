@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
@@ -102,9 +103,39 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 	}()
 
-	br, err := bridge.New(bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge(), Budget: budget})
+	bopts := bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge(), Budget: budget}
+	var router *cluster.Router
+	if cfg.Peers.Enabled() {
+		// One Kafka group across the sidecars of the domain: a control
+		// session of its own holds this sidecar's membership in the
+		// domain's Iggy group (a data-lane reset must not drop it).
+		ccfg := cfg.Iggy
+		ccfg.PoolSize = 1
+		ccfg.KeepaliveInterval = 0
+		ctl, err := iggy.New(ccfg, log.With().Str("component", "coordination").Logger(), iggy.WithClientVersion(version))
+		if err != nil {
+			return err
+		}
+		closers = append(closers, func() { _ = ctl.Close() })
+		go func() { _ = ctl.Start(ctx) }()
+		router, err = cluster.NewRouter(cluster.Options{Peers: cfg.Peers, Coordination: cfg.Coordination, Control: ctl, Data: client,
+			Log: log.With().Str("component", "coordination").Logger()})
+		if err != nil {
+			return err
+		}
+		bopts.Groups = router.Wrap
+	}
+	br, err := bridge.New(bopts)
 	if err != nil {
+		if router != nil {
+			router.Close()
+		}
 		return err
+	}
+	if router != nil {
+		router.Start()
+		// Runs before the Iggy clients close (closers run in reverse).
+		closers = append(closers, router.Close)
 	}
 	px, err := proxy.New(cfg.Proxy, br.Table(), log, proxy.WithMetrics(metrics.Proxy()), proxy.WithBudget(budget))
 	if err != nil {
@@ -151,6 +182,11 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	// Group requests parked for a rebalance answer NOT_COORDINATOR now, so
 	// they do not hold the drain until their rebalance timeout.
 	br.Drain()
+	if router != nil {
+		// Release owned shards now (markers: their next owners start at
+		// once) so the rest of the domain takes over while this one drains.
+		router.Close()
+	}
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.Proxy.Limits.DrainTimeout)
 	defer cancel()
 	if err := px.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {

@@ -1,0 +1,725 @@
+package cluster
+
+// Router is the groups.Service of a sidecar in a coordination domain: a
+// group whose shard this sidecar owns (ACTIVE) is served by the local
+// coordinator; a group of a PENDING shard answers
+// COORDINATOR_LOAD_IN_PROGRESS; any other group is forwarded over the peer
+// link to the announced owner and its answer relayed. The Kafka client only
+// ever talks to its local sidecar (FindCoordinator answers this sidecar).
+//
+// Error translation towards the client: owner unknown or unreachable ->
+// COORDINATOR_NOT_AVAILABLE; the owner's connection dropped during the call
+// -> NOT_COORDINATOR; the owner answered NOT_COORDINATOR -> relayed, and
+// the cached owner forgotten. All three make Kafka clients look the
+// coordinator up again (localhost) and retry.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+// Options build a Router.
+type Options struct {
+	Peers        PeersConfig
+	Coordination CoordinationConfig
+	// Control is a dedicated Iggy client with one session: its membership
+	// in the Iggy group is this sidecar's claim on shards.
+	Control *iggy.Client
+	// Data is the sidecar's Iggy pool (announcements, generations).
+	Data *iggy.Client
+	Log  zerolog.Logger
+	// Node names this sidecar (unique per process; HOSTNAME + a random
+	// suffix when empty).
+	Node string
+}
+
+// Router implements groups.Service across the sidecars of a domain.
+type Router struct {
+	opts   Options
+	log    zerolog.Logger
+	local  *groups.Coordinator
+	own    *ownership
+	secret []byte
+	ln     net.Listener
+	srv    *linkServer
+	addr   string // advertised peer address
+
+	seedMu  sync.Mutex
+	ceiling map[string]int32 // groups seeded here -> stored generation ceiling
+
+	peersMu sync.Mutex
+	peers   map[string]*peerClient
+
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// NewRouter validates the configuration, binds the peer listener and
+// returns a Router; Start runs it once the local coordinator exists.
+func NewRouter(o Options) (*Router, error) {
+	if err := Validate(o.Peers, o.Coordination); err != nil {
+		return nil, err
+	}
+	secret, err := o.Peers.LoadSecret()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Peers.Address)
+	if err != nil {
+		return nil, fmt.Errorf("peers.address: %w", err)
+	}
+	addr, err := o.Peers.Advertised(ln.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if o.Node == "" {
+		o.Node = nodeName()
+	}
+	r := &Router{opts: o, log: o.Log, secret: secret, ln: ln, addr: addr, ceiling: map[string]int32{}, peers: map[string]*peerClient{}, done: make(chan struct{})}
+	r.own = &ownership{
+		cfg: o.Coordination, log: o.Log, ctl: o.Control, data: o.Data, node: o.Node, addr: addr,
+		coord:  iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "coord." + o.Coordination.Domain},
+		gens:   iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "gens." + o.Coordination.Domain},
+		onLoss: r.shardLost,
+	}
+	return r, nil
+}
+
+// Addr is the bound peer listener.
+func (r *Router) Addr() net.Addr { return r.ln.Addr() }
+
+// Advertised is the peer address announced to the domain.
+func (r *Router) Advertised() string { return r.addr }
+
+// Wrap is the bridge.Options.Groups hook: it keeps the local coordinator
+// and returns the Router.
+func (r *Router) Wrap(local *groups.Coordinator) groups.Service {
+	r.local = local
+	local.SetGenerationHook(r.generationChanged)
+	return r
+}
+
+// Start serves the peer listener and runs the ownership loop until Close.
+// Setup of the Iggy objects is retried until it succeeds.
+func (r *Router) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.srv = &linkServer{ln: r.ln, secret: r.secret, domain: r.opts.Coordination.Domain, maxFrame: r.opts.Peers.MaxFrameBytes,
+		hsTime: r.opts.Peers.HandshakeTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
+	go r.srv.serve()
+	go func() {
+		defer close(r.done)
+		for {
+			err := r.own.setup(ctx)
+			if err == nil {
+				break
+			}
+			r.log.Warn().Err(err).Msg("coordination: setting up the domain's Iggy objects failed; retrying")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+		r.log.Info().Str("domain", r.opts.Coordination.Domain).Int("shards", r.own.count()).Str("peer_address", r.addr).
+			Str("node", r.opts.Node).Msg("coordination: sidecar in the domain")
+		r.own.run(ctx)
+	}()
+}
+
+// Close releases every owned shard (release markers: the next owners start
+// at once), leaves the Iggy group and closes the peer link.
+func (r *Router) Close() { r.closeOnce.Do(r.close) }
+
+func (r *Router) close() {
+	if r.cancel == nil {
+		_ = r.ln.Close()
+		return
+	}
+	r.cancel()
+	<-r.done
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Coordination.Lease)
+	defer cancel()
+	if r.own.count() > 0 {
+		r.own.shutdown(ctx)
+	}
+	r.srv.close()
+	r.peersMu.Lock()
+	for _, p := range r.peers {
+		p.close()
+	}
+	r.peersMu.Unlock()
+}
+
+func nodeName() string {
+	h := os.Getenv("HOSTNAME")
+	if h == "" {
+		h, _ = os.Hostname()
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return h + "-" + hex.EncodeToString(b[:])
+}
+
+// shardLost drops the shard's groups: parked JoinGroup/SyncGroup answer
+// NOT_COORDINATOR at once.
+func (r *Router) shardLost(k int) {
+	n := r.own.count()
+	dropped := r.local.Drop(func(g string) bool { return Shard(g, n) == k })
+	r.seedMu.Lock()
+	for g := range r.ceiling {
+		if Shard(g, n) == k {
+			delete(r.ceiling, g)
+		}
+	}
+	r.seedMu.Unlock()
+	if dropped > 0 {
+		r.log.Info().Int("shard", k).Int("groups", dropped).Msg("coordination: groups handed over (their members rejoin at the new owner)")
+	}
+}
+
+// route kinds.
+const (
+	routeLocal = iota
+	routePending
+	routeRemote
+	routeUnavailable
+)
+
+// route decides where a group is served; for routeRemote it returns the
+// owner's client.
+func (r *Router) route(ctx context.Context, group string) (int, int, *peerClient) {
+	n := r.own.count()
+	if n == 0 {
+		return routePending, 0, nil
+	}
+	k := Shard(group, n)
+	switch r.own.serving(k) {
+	case shardActive:
+		return routeLocal, k, nil
+	case shardPending:
+		return routePending, k, nil
+	}
+	e, err := r.own.owner(ctx, k)
+	if err != nil || e.none || e.node == r.opts.Node {
+		if err != nil {
+			r.log.Debug().Err(err).Int("shard", k).Msg("coordination: owner lookup failed")
+		}
+		return routeUnavailable, k, nil
+	}
+	return routeRemote, k, r.peer(e.addr)
+}
+
+func (r *Router) peer(addr string) *peerClient {
+	r.peersMu.Lock()
+	defer r.peersMu.Unlock()
+	p := r.peers[addr]
+	if p == nil {
+		p = &peerClient{addr: addr, node: r.opts.Node, domain: r.opts.Coordination.Domain, secret: r.secret,
+			dialTime: r.opts.Peers.DialTimeout, hsTime: r.opts.Peers.HandshakeTimeout, maxFrame: r.opts.Peers.MaxFrameBytes, log: r.log}
+		r.peers[addr] = p
+	}
+	return p
+}
+
+// routeCode is the code answered when a group is not served here and
+// cannot be forwarded.
+func routeCode(kind int) int16 {
+	if kind == routePending {
+		return kerr.CoordinatorLoadInProgress.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// forward sends one call to the owner of shard k; on failure it returns
+// the Kafka code to answer and forgets the owner.
+func (r *Router) forward(ctx context.Context, k int, p *peerClient, kind uint8, body []byte, parks bool) ([]byte, int16) {
+	if !parks {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.opts.Peers.CallTimeout)
+		defer cancel()
+	}
+	resp, err := p.call(ctx, kind, body)
+	if err == nil {
+		return resp, 0
+	}
+	r.own.forget(k)
+	code := kerr.CoordinatorNotAvailable.Code
+	if errors.Is(err, errPeerGone) {
+		code = kerr.NotCoordinator.Code
+	}
+	if ctx.Err() == nil {
+		r.log.Debug().Err(err).Int("shard", k).Str("peer_address", p.addr).Int16("error_code", code).Msg("coordination: forwarded call failed")
+	}
+	return nil, code
+}
+
+// relayed notes a NOT_COORDINATOR from the owner.
+func (r *Router) relayed(k int, code int16) {
+	if code == kerr.NotCoordinator.Code {
+		r.own.forget(k)
+	}
+}
+
+// ensureSeeded gives a group that is new to this coordinator its stored
+// generation ceiling before it is served, so generations never go backwards
+// when a group moves here; false when Iggy could not be read (the caller
+// answers COORDINATOR_LOAD_IN_PROGRESS).
+func (r *Router) ensureSeeded(ctx context.Context, group string, k int) bool {
+	r.seedMu.Lock()
+	defer r.seedMu.Unlock()
+	if _, ok := r.ceiling[group]; ok && r.local.Has(group) {
+		return true
+	}
+	if r.local.Has(group) {
+		// Created before the hook saw it (cannot happen through the
+		// Router); keep its generation and store a ceiling above it.
+		gen, _ := r.local.Generation(group)
+		c := gen + genBlock
+		if err := r.own.storeCeiling(ctx, group, k, c); err != nil {
+			return false
+		}
+		r.ceiling[group] = c
+		return true
+	}
+	c, err := r.own.loadCeiling(ctx, group, k)
+	if err != nil {
+		r.log.Warn().Err(err).Str("group_id", group).Msg("coordination: reading the group's stored generation failed")
+		return false
+	}
+	next := c + genBlock
+	if err := r.own.storeCeiling(ctx, group, k, next); err != nil {
+		r.log.Warn().Err(err).Str("group_id", group).Msg("coordination: storing the group's generation ceiling failed")
+		return false
+	}
+	r.local.Seed(group, c, c > 0)
+	r.ceiling[group] = next
+	if c > 0 {
+		r.log.Info().Str("group_id", group).Int32("generation", c).Int("shard", k).Msg("coordination: group taken over; members rejoin with their member ids")
+	}
+	return true
+}
+
+// generationChanged runs (under the group's lock) when a group gets a new
+// generation: when it nears the stored ceiling, a higher one is stored in
+// the background (genBlock/2 rebalances of headroom).
+func (r *Router) generationChanged(group string, gen int32) {
+	r.seedMu.Lock()
+	c, ok := r.ceiling[group]
+	if !ok || gen < c-genBlock/2 {
+		r.seedMu.Unlock()
+		return
+	}
+	next := c + genBlock
+	r.ceiling[group] = next
+	r.seedMu.Unlock()
+	n := r.own.count()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.Coordination.Lease)
+		defer cancel()
+		if err := r.own.storeCeiling(ctx, group, Shard(group, n), next); err != nil {
+			r.log.Warn().Err(err).Str("group_id", group).Msg("coordination: raising the group's generation ceiling failed")
+		}
+	}()
+}
+
+// ---- groups.Service ----
+
+var _ groups.Service = (*Router)(nil)
+
+// Join implements groups.Service.
+func (r *Router) Join(ctx context.Context, p groups.JoinParams) groups.JoinResult {
+	fail := func(code int16) groups.JoinResult {
+		return groups.JoinResult{Code: code, MemberID: p.MemberID, Generation: -1}
+	}
+	kind, k, peer := r.route(ctx, p.Group)
+	switch kind {
+	case routeLocal:
+		if p.Group != "" && !r.ensureSeeded(ctx, p.Group, k) {
+			return fail(kerr.CoordinatorLoadInProgress.Code)
+		}
+		return r.local.Join(ctx, p)
+	case routeRemote:
+		var e enc
+		putJoinParams(&e, &p)
+		body, code := r.forward(ctx, k, peer, kindJoin, e.b, true)
+		if code != 0 {
+			return fail(code)
+		}
+		d := dec{b: body}
+		res := getJoinResult(&d)
+		if err := d.done(); err != nil {
+			return fail(r.badAnswer(peer, err))
+		}
+		r.relayed(k, res.Code)
+		return res
+	}
+	return fail(routeCode(kind))
+}
+
+// badAnswer logs a malformed answer from an owner, drops that connection
+// and returns the code for the client.
+func (r *Router) badAnswer(p *peerClient, err error) int16 {
+	r.log.Warn().Err(err).Str("peer_address", p.addr).Str("close_reason", "frame_malformed").Msg("peer connection closed")
+	p.mu.Lock()
+	c := p.conn
+	p.mu.Unlock()
+	if c != nil {
+		p.drop(c)
+	}
+	return kerr.NotCoordinator.Code
+}
+
+// Sync implements groups.Service.
+func (r *Router) Sync(ctx context.Context, p groups.SyncParams) groups.SyncResult {
+	kind, k, peer := r.route(ctx, p.Group)
+	switch kind {
+	case routeLocal:
+		return r.local.Sync(ctx, p)
+	case routeRemote:
+		var e enc
+		putSyncParams(&e, &p)
+		body, code := r.forward(ctx, k, peer, kindSync, e.b, true)
+		if code != 0 {
+			return groups.SyncResult{Code: code}
+		}
+		d := dec{b: body}
+		res := getSyncResult(&d)
+		if err := d.done(); err != nil {
+			return groups.SyncResult{Code: r.badAnswer(peer, err)}
+		}
+		r.relayed(k, res.Code)
+		return res
+	}
+	return groups.SyncResult{Code: routeCode(kind)}
+}
+
+// oneCode forwards a call answered by one code.
+func (r *Router) oneCode(ctx context.Context, group string, kind uint8, body []byte, local func() int16) int16 {
+	rk, k, peer := r.route(ctx, group)
+	switch rk {
+	case routeLocal:
+		return local()
+	case routeRemote:
+		resp, code := r.forward(ctx, k, peer, kind, body, false)
+		if code != 0 {
+			return code
+		}
+		d := dec{b: resp}
+		c := d.i16("code")
+		if err := d.done(); err != nil {
+			return r.badAnswer(peer, err)
+		}
+		r.relayed(k, c)
+		return c
+	}
+	return routeCode(rk)
+}
+
+// Heartbeat implements groups.Service.
+func (r *Router) Heartbeat(ctx context.Context, group, memberID string, instanceID *string, generation int32) int16 {
+	var e enc
+	putMemberCall(&e, &memberCall{group, memberID, instanceID, generation})
+	return r.oneCode(ctx, group, kindHeartbeat, e.b, func() int16 {
+		return r.local.Heartbeat(ctx, group, memberID, instanceID, generation)
+	})
+}
+
+// Leave implements groups.Service.
+func (r *Router) Leave(ctx context.Context, group string, ids []groups.LeaveIdentity) (int16, []int16) {
+	kind, k, peer := r.route(ctx, group)
+	switch kind {
+	case routeLocal:
+		return r.local.Leave(ctx, group, ids)
+	case routeRemote:
+		var e enc
+		putLeave(&e, group, ids)
+		body, code := r.forward(ctx, k, peer, kindLeave, e.b, false)
+		if code == 0 {
+			d := dec{b: body}
+			top, codes := getCodes(&d)
+			if err := d.done(); err != nil || len(codes) != len(ids) {
+				code = r.badAnswer(peer, errors.Join(err, errors.New("leave: answer count differs")))
+			} else {
+				r.relayed(k, top)
+				return top, codes
+			}
+		}
+		return code, make([]int16, len(ids))
+	}
+	return routeCode(kind), make([]int16, len(ids))
+}
+
+// Describe implements groups.Service.
+func (r *Router) Describe(ctx context.Context, group string) (groups.Description, bool, int16) {
+	kind, k, peer := r.route(ctx, group)
+	switch kind {
+	case routeLocal:
+		return r.local.Describe(ctx, group)
+	case routeRemote:
+		var e enc
+		e.str(group)
+		body, code := r.forward(ctx, k, peer, kindDescribe, e.b, false)
+		if code != 0 {
+			return groups.Description{}, false, code
+		}
+		d := dec{b: body}
+		desc, found, c := getDescription(&d)
+		if err := d.done(); err != nil {
+			return groups.Description{}, false, r.badAnswer(peer, err)
+		}
+		r.relayed(k, c)
+		return desc, found, c
+	}
+	return groups.Description{}, false, routeCode(kind)
+}
+
+// List implements groups.Service: this sidecar's groups plus those of
+// every other owner of the domain (fan-out), merged.
+func (r *Router) List(ctx context.Context) ([]groups.Listing, int16) {
+	n := r.own.count()
+	if n == 0 {
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	out, _ := r.local.List(ctx)
+	seen := map[string]bool{r.addr: true}
+	for k := range n {
+		if r.own.serving(k) != shardNone {
+			continue
+		}
+		e, err := r.own.owner(ctx, k)
+		if err != nil {
+			return nil, kerr.CoordinatorNotAvailable.Code
+		}
+		if e.none || e.node == r.opts.Node || seen[e.addr] {
+			continue
+		}
+		seen[e.addr] = true
+		body, code := r.forward(ctx, k, r.peer(e.addr), kindList, nil, false)
+		if code != 0 {
+			return nil, code
+		}
+		d := dec{b: body}
+		ls, c := getListing(&d)
+		if err := d.done(); err != nil {
+			return nil, r.badAnswer(r.peer(e.addr), err)
+		}
+		if c != 0 {
+			return nil, c
+		}
+		out = append(out, ls...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	out = slices.CompactFunc(out, func(a, b groups.Listing) bool { return a.Group == b.Group })
+	return out, 0
+}
+
+// Delete implements groups.Service.
+func (r *Router) Delete(ctx context.Context, group string) (int16, string) {
+	kind, k, peer := r.route(ctx, group)
+	switch kind {
+	case routeLocal:
+		return r.local.Delete(ctx, group)
+	case routeRemote:
+		var e enc
+		e.str(group)
+		body, code := r.forward(ctx, k, peer, kindDelete, e.b, false)
+		if code != 0 {
+			return code, "the group's coordinator could not be reached"
+		}
+		d := dec{b: body}
+		c := d.i16("code")
+		msg := d.str("message")
+		if err := d.done(); err != nil {
+			return r.badAnswer(peer, err), "malformed answer from the group's coordinator"
+		}
+		r.relayed(k, c)
+		return c, msg
+	}
+	return routeCode(kind), "the group's coordinator is moving"
+}
+
+// ValidateCommit implements groups.Service.
+func (r *Router) ValidateCommit(ctx context.Context, group, memberID string, generation int32, instanceID *string) (int16, bool) {
+	kind, k, peer := r.route(ctx, group)
+	switch kind {
+	case routeLocal:
+		if group != "" && !r.ensureSeeded(ctx, group, k) {
+			return kerr.CoordinatorLoadInProgress.Code, false
+		}
+		return r.local.ValidateCommit(ctx, group, memberID, generation, instanceID)
+	case routeRemote:
+		var e enc
+		putMemberCall(&e, &memberCall{group, memberID, instanceID, generation})
+		body, code := r.forward(ctx, k, peer, kindValidate, e.b, false)
+		if code != 0 {
+			return code, false
+		}
+		d := dec{b: body}
+		c := d.i16("code")
+		known := d.boolean("known")
+		if err := d.done(); err != nil {
+			return r.badAnswer(peer, err), false
+		}
+		r.relayed(k, c)
+		return c, known
+	}
+	return routeCode(kind), false
+}
+
+// OffsetDeleteCheck implements groups.Service.
+func (r *Router) OffsetDeleteCheck(ctx context.Context, group string) (int16, bool, []string) {
+	kind, k, peer := r.route(ctx, group)
+	switch kind {
+	case routeLocal:
+		return r.local.OffsetDeleteCheck(ctx, group)
+	case routeRemote:
+		var e enc
+		e.str(group)
+		body, code := r.forward(ctx, k, peer, kindOffsetDelete, e.b, false)
+		if code != 0 {
+			return code, false, nil
+		}
+		d := dec{b: body}
+		c := d.i16("code")
+		all := d.boolean("all")
+		subs := getStrings(&d, "subscribed")
+		if err := d.done(); err != nil {
+			return r.badAnswer(peer, err), false, nil
+		}
+		r.relayed(k, c)
+		return c, all, subs
+	}
+	return routeCode(kind), false, nil
+}
+
+// Counts implements groups.Service (this sidecar's own groups).
+func (r *Router) Counts() (int, int) { return r.local.Counts() }
+
+// Drain implements groups.Service.
+func (r *Router) Drain() { r.local.Drain() }
+
+// ---- serving forwarded calls (the owner's side) ----
+
+// serve answers one forwarded request. A group whose shard is not ACTIVE
+// here answers NOT_COORDINATOR (the caller forgets this owner and looks it
+// up again).
+func (r *Router) serve(ctx context.Context, kind uint8, body []byte) ([]byte, error) {
+	d := dec{b: body}
+	var e enc
+	notHere := func(group string) bool {
+		n := r.own.count()
+		return n == 0 || r.own.serving(Shard(group, n)) != shardActive
+	}
+	nc := kerr.NotCoordinator.Code
+	switch kind {
+	case kindJoin:
+		p := getJoinParams(&d)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		res := groups.JoinResult{Code: nc, MemberID: p.MemberID, Generation: -1}
+		if !notHere(p.Group) {
+			res = r.Join(ctx, p)
+		}
+		putJoinResult(&e, &res)
+	case kindSync:
+		p := getSyncParams(&d)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		res := groups.SyncResult{Code: nc}
+		if !notHere(p.Group) {
+			res = r.Sync(ctx, p)
+		}
+		putSyncResult(&e, &res)
+	case kindHeartbeat, kindValidate:
+		c := getMemberCall(&d)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		code, known := nc, false
+		if !notHere(c.group) {
+			if kind == kindHeartbeat {
+				code = r.Heartbeat(ctx, c.group, c.memberID, c.instanceID, c.generation)
+			} else {
+				code, known = r.ValidateCommit(ctx, c.group, c.memberID, c.generation, c.instanceID)
+			}
+		}
+		e.i16(code)
+		if kind == kindValidate {
+			e.boolean(known)
+		}
+	case kindLeave:
+		group, ids := getLeave(&d)
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		top, codes := nc, make([]int16, len(ids))
+		if !notHere(group) {
+			top, codes = r.Leave(ctx, group, ids)
+		}
+		putCodes(&e, top, codes)
+	case kindDescribe:
+		group := d.str("group")
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		var desc groups.Description
+		found, code := false, nc
+		if !notHere(group) {
+			desc, found, code = r.Describe(ctx, group)
+		}
+		putDescription(&e, &desc, found, code)
+	case kindList:
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		ls, _ := r.local.List(ctx)
+		putListing(&e, ls, 0)
+	case kindDelete:
+		group := d.str("group")
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		code, msg := nc, "this sidecar no longer coordinates the group"
+		if !notHere(group) {
+			code, msg = r.Delete(ctx, group)
+		}
+		e.i16(code)
+		e.str(msg)
+	case kindOffsetDelete:
+		group := d.str("group")
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		code, all, subs := nc, false, []string(nil)
+		if !notHere(group) {
+			code, all, subs = r.OffsetDeleteCheck(ctx, group)
+		}
+		e.i16(code)
+		e.boolean(all)
+		putStrings(&e, subs)
+	default:
+		return nil, &frameError{"kind", strconv.Itoa(int(kind)) + " is not a request"}
+	}
+	return e.b, nil
+}

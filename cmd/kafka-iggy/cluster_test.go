@@ -1,0 +1,374 @@
+package main
+
+// One Kafka group across three `kafka-iggy serve` processes on one
+// `kafka-iggy embedded-iggy` process, over loopback TCP: each consumer talks
+// only to its own sidecar.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
+)
+
+const clusterSecret = "test-peer-secret-0123456789"
+
+// freeAddr returns a loopback address with a port free right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startClusterSidecar starts one sidecar of the domain on iggy.
+func startClusterSidecar(t *testing.T, iggyAddr string, extra ...string) *sidecarProc {
+	t.Helper()
+	env := append([]string{
+		"KAFKA_IGGY_EMBEDDED__MODE=off",
+		"KAFKA_IGGY_IGGY__ADDRESS=" + iggyAddr,
+		"KAFKA_IGGY_PEERS__ADDRESS=127.0.0.1:0",
+		"KAFKA_IGGY_PEERS__SECRET=" + clusterSecret,
+		"KAFKA_IGGY_LIMITS__DRAIN_TIMEOUT=5s",
+	}, extra...)
+	return startServeProc(t, env...)
+}
+
+// shardOwner reports which sidecar's log last activated shard k without
+// releasing it since; -1 when none.
+func shardOwner(ps []*sidecarProc, k int) int {
+	owner := -1
+	for i, p := range ps {
+		if p == nil {
+			continue
+		}
+		active := false
+		for _, l := range strings.Split(p.logText(), "\n") {
+			var line struct {
+				Message string `json:"message"`
+				Shard   *int   `json:"shard"`
+			}
+			if json.Unmarshal([]byte(l), &line) != nil || line.Shard == nil || *line.Shard != k {
+				continue
+			}
+			switch line.Message {
+			case "coordination: shard active here":
+				active = true
+			case "coordination: shard released":
+				active = false
+			}
+		}
+		if active {
+			owner = i
+		}
+	}
+	return owner
+}
+
+// consumed collects what the group's members processed.
+type consumed struct {
+	mu   sync.Mutex
+	seen map[string]int // record value -> times processed
+}
+
+func (c *consumed) add(v string) {
+	c.mu.Lock()
+	c.seen[v]++
+	c.mu.Unlock()
+}
+
+func (c *consumed) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
+}
+
+// runMember consumes group g through seed until ctx ends, committing after
+// each poll; it returns when done.
+func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed, wg *sync.WaitGroup) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
+		kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) { c.add(string(r.Value)) })
+			if fs.NumRecords() > 0 {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if err := cl.CommitUncommittedOffsets(cctx); err != nil && ctx.Err() == nil {
+					t.Logf("commit through %s: %v", seed, err)
+				}
+				cancel()
+			}
+		}
+	}()
+	return cl
+}
+
+// describeAgrees asks each sidecar to describe the group and returns the
+// assignment (partition -> member) when all agree, the group is Stable
+// with want members and every partition of topic is assigned once.
+func describeAgrees(ctx context.Context, admins []*kadm.Client, group, topic string, partitions, want int) (map[int32]string, error) {
+	var first map[int32]string
+	for i, adm := range admins {
+		if adm == nil {
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ds, err := adm.DescribeGroups(dctx, group)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("sidecar %d: %w", i, err)
+		}
+		d := ds[group]
+		if d.Err != nil {
+			return nil, fmt.Errorf("sidecar %d: %w", i, d.Err)
+		}
+		if d.State != "Stable" || len(d.Members) != want {
+			return nil, fmt.Errorf("sidecar %d: state %s with %d members", i, d.State, len(d.Members))
+		}
+		got := map[int32]string{}
+		for _, m := range d.Members {
+			ca, ok := m.Assigned.AsConsumer()
+			if !ok {
+				return nil, fmt.Errorf("sidecar %d: member %s has no consumer assignment", i, m.MemberID)
+			}
+			for _, tp := range ca.Topics {
+				if tp.Topic != topic {
+					continue
+				}
+				for _, p := range tp.Partitions {
+					if prev, dup := got[p]; dup {
+						return nil, fmt.Errorf("sidecar %d: partition %d assigned to %s and %s", i, p, prev, m.MemberID)
+					}
+					got[p] = m.MemberID
+				}
+			}
+		}
+		if len(got) != partitions {
+			return nil, fmt.Errorf("sidecar %d: %d of %d partitions assigned", i, len(got), partitions)
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for p, m := range got {
+			if first[p] != m {
+				return nil, fmt.Errorf("sidecar %d disagrees on partition %d: %s vs %s", i, p, m, first[p])
+			}
+		}
+	}
+	return first, nil
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < d {
+		if err = f(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s not reached within %v: %v", what, d, err)
+	return 0
+}
+
+func produceValues(t *testing.T, seed, topic string, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := make([]*kgo.Record, 0, n)
+	for i := from; i < from+n; i++ {
+		rs = append(rs, &kgo.Record{Value: []byte(fmt.Sprintf("v%06d", i))})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// committedOffsets reads the group's committed offsets through adm.
+func committedOffsets(t *testing.T, adm *kadm.Client, group string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	os, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	os.Each(func(o kadm.OffsetResponse) { out[o.Partition] = o.At })
+	return out
+}
+
+// TestOneGroupAcrossThreeSidecars: franz-go members of one group, each on
+// its own sidecar, share the partitions (every partition assigned once,
+// DescribeGroups agrees through every sidecar), consume every record, and
+// after SIGKILL of the sidecar coordinating the group the survivors
+// re-form it, keep consuming, and no committed offset goes backwards.
+func TestOneGroupAcrossThreeSidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	iggyAddr := freeAddr(t)
+	startIggyProc(t, iggyAddr, t.TempDir())
+	ps := make([]*sidecarProc, 3)
+	for i := range ps {
+		ps[i] = startClusterSidecar(t, iggyAddr)
+	}
+	admins := make([]*kadm.Client, 3)
+	for i, p := range ps {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		admins[i] = kadm.NewClient(cl)
+	}
+	const topic, group, partitions = "shared", "g-across", 6
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := admins[0].CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	const first = 3000
+	produceValues(t, ps[0].kafka, topic, 0, first)
+
+	got := &consumed{seen: map[string]int{}}
+	mctx, stopMembers := context.WithCancel(ctx)
+	defer stopMembers()
+	var wg sync.WaitGroup
+	members := make([]*kgo.Client, 3)
+	for i, p := range ps {
+		members[i] = runMember(mctx, t, p.kafka, group, topic, got, &wg)
+	}
+	defer func() {
+		stopMembers()
+		wg.Wait()
+		for _, m := range members {
+			if m != nil {
+				m.Close()
+			}
+		}
+	}()
+
+	formed := waitFor(t, 60*time.Second, "one group of 3 members over 6 partitions, described alike by every sidecar", func() error {
+		_, err := describeAgrees(ctx, admins, group, topic, partitions, 3)
+		return err
+	})
+	t.Logf("group formed across 3 sidecars in %v", formed)
+	waitFor(t, 60*time.Second, "every record consumed", func() error {
+		if n := got.count(); n < first {
+			return fmt.Errorf("%d of %d", n, first)
+		}
+		return nil
+	})
+	got.mu.Lock()
+	dups := 0
+	for _, n := range got.seen {
+		if n > 1 {
+			dups++
+		}
+	}
+	got.mu.Unlock()
+	t.Logf("%d records consumed, %d more than once", first, dups)
+
+	// ListGroups through any sidecar shows the group.
+	for i, adm := range admins {
+		ls, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatalf("list groups via sidecar %d: %v", i, err)
+		}
+		if _, ok := ls[group]; !ok {
+			t.Fatalf("list groups via sidecar %d does not show %s: %v", i, group, ls.Groups())
+		}
+	}
+
+	// SIGKILL of the sidecar that coordinates the group.
+	waitFor(t, 30*time.Second, "committed offsets of every partition", func() error {
+		if n := len(committedOffsets(t, admins[0], group)); n != partitions {
+			return fmt.Errorf("%d of %d partitions committed", n, partitions)
+		}
+		return nil
+	})
+	owner := shardOwner(ps, cluster.Shard(group, cluster.DefaultShards))
+	if owner < 0 {
+		t.Fatal("no sidecar logs ownership of the group's shard")
+	}
+	survivor := (owner + 1) % 3
+	before := committedOffsets(t, admins[survivor], group)
+	t.Logf("killing sidecar %d (owner of the group's shard)", owner)
+	killed := time.Now()
+	if err := ps[owner].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	members[owner].Close() // its app lost its sidecar
+	members[owner] = nil
+	admins[owner] = nil
+	ps[owner] = nil
+
+	recovered := waitFor(t, 90*time.Second, "the group re-formed by the 2 survivors", func() error {
+		_, err := describeAgrees(ctx, admins, group, topic, partitions, 2)
+		return err
+	})
+	t.Logf("owner SIGKILL -> group Stable again with 2 members in %v", recovered)
+	const second = 1000
+	produceValues(t, ps[survivor].kafka, topic, first, second)
+	waitFor(t, 60*time.Second, "records produced after the kill consumed", func() error {
+		if n := got.count(); n < first+second {
+			return fmt.Errorf("%d of %d", n, first+second)
+		}
+		return nil
+	})
+	t.Logf("owner SIGKILL -> new records consumed after %v", time.Since(killed))
+	var after map[int32]int64
+	waitFor(t, 30*time.Second, "commits after recovery", func() error {
+		after = committedOffsets(t, admins[survivor], group)
+		var sum int64
+		for _, o := range after {
+			sum += o
+		}
+		if sum < first+second {
+			return fmt.Errorf("committed %d of %d", sum, first+second)
+		}
+		return nil
+	})
+	var back []string
+	for p, o := range before {
+		if after[p] < o {
+			back = append(back, fmt.Sprintf("p%d %d -> %d", p, o, after[p]))
+		}
+	}
+	sort.Strings(back)
+	if len(back) > 0 {
+		t.Fatalf("committed offsets went backwards: %v", back)
+	}
+}
