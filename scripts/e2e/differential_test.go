@@ -35,8 +35,9 @@ type intendedDifference struct {
 	// Want, when set, is the value the other target must show (Kafka's own
 	// behaviour where kfake deviates from it); "" accepts any value.
 	Want string
-	// Target, when set, limits the entry to the target of that name (for
-	// example "sidecar": a real Kafka broker named otherwise is held to
+	// Target, when set, limits the entry to the target of that name;
+	// "sidecar" means every kafka-iggy sidecar (Target.Sidecar), whatever
+	// its name, and no other broker (a real Kafka broker is held to
 	// kfake's value).
 	Target string
 	Why    string
@@ -198,18 +199,26 @@ func intendedFor(target, ref Target) []intendedDifference {
 				d.Want = ""
 				out = append(out, d)
 			}
-		case d.Target == "" || d.Target == target.Name:
+		case d.Target == "" || d.appliesTo(target):
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
+// appliesTo reports whether an entry with a Target is meant for tg.
+func (d intendedDifference) appliesTo(tg Target) bool {
+	if d.Target == "sidecar" {
+		return tg.Sidecar
+	}
+	return d.Target == tg.Name
+}
+
 // targetExcused reports whether a documented intended difference of this
 // target (Target set) allows it to show got instead of Kafka's value.
 func targetExcused(tg Target, stepName, key, got string) bool {
 	for _, d := range intendedDifferences {
-		if d.Target == tg.Name && d.Step == stepName && (d.Field == "" || d.Field == key) && d.Want == got {
+		if d.Target != "" && d.appliesTo(tg) && d.Step == stepName && (d.Field == "" || d.Field == key) && d.Want == got {
 			return true
 		}
 	}

@@ -12,14 +12,20 @@
 // Every test runs against each Target that targets() returns:
 //
 //   - "kfake": franz-go's in-process reference broker, always started.
-//   - "sidecar": the kafka-iggy sidecar, once startSidecar in
-//     sidecar_target.go is filled in (the one place to change for that).
+//   - "sidecar": the kafka-iggy sidecar that startSidecar in
+//     sidecar_target.go builds and runs on the embedded Iggy server.
 //   - any broker already listening, named by the environment variable
-//     KAFKA_IGGY_E2E_BROKERS="name=host:port[,name2=host:port]" (for example
-//     a sidecar started by hand with `make run`: sidecar=127.0.0.1:9092).
+//     KAFKA_IGGY_E2E_BROKERS="name=[kind@]host:port[,...]" (for example
+//     a sidecar started by hand with `make run`: mine=127.0.0.1:9092). The
+//     kind is sidecar (the default: a kafka-iggy sidecar, Target.Sidecar,
+//     which gets the differences intended for "sidecar" whatever its name)
+//     or broker (any other broker, held to Kafka's values).
 //
 // KAFKA_IGGY_E2E_TARGETS="sidecar,..." keeps only the named targets (the
-// differential test still uses kfake as its reference).
+// differential test still uses kfake as its reference), and
+// KAFKA_IGGY_E2E_NO_SIDECAR=1 does not start the suite's own sidecar:
+// docs/OPERATIONS.md ("Checking a deployment with the end-to-end suite")
+// has the whole recipe for an operator's own sidecar and Iggy server.
 //
 // # What each test proves
 //

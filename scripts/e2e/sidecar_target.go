@@ -111,7 +111,7 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 	}()
 	select {
 	case a := <-addr:
-		return Target{Name: "sidecar", Bootstrap: a}, stop, true, nil
+		return Target{Name: "sidecar", Bootstrap: a, Sidecar: true}, stop, true, nil
 	case <-time.After(60 * time.Second):
 		b, _ := os.ReadFile(logPath)
 		stop()

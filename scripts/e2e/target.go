@@ -12,6 +12,11 @@ type Target struct {
 	// Kafka marks a real Apache Kafka broker (kafka_target.go): when present it
 	// is the differential test's reference instead of kfake.
 	Kafka bool
+	// Sidecar marks a kafka-iggy sidecar, whatever its name: the suite's own
+	// ("sidecar") and an external target given as a sidecar in
+	// KAFKA_IGGY_E2E_BROKERS. It gets the differences intended for
+	// "sidecar" (intendedDifferences).
+	Sidecar bool
 	// KeepsProducerBatches is true when Fetch returns record batches as the
 	// producer sent them (kfake, a real Kafka broker), so the suite can check
 	// that the client really compressed with the codec under test. The

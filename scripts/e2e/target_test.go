@@ -91,7 +91,10 @@ func startKfake() (Target, func(), error) {
 	}, c.Close, nil
 }
 
-// externalTargets parses KAFKA_IGGY_E2E_BROKERS: "name=host:port,...".
+// externalTargets parses KAFKA_IGGY_E2E_BROKERS:
+// "name=[kind@]host:port,...", kind "sidecar" (the default: a kafka-iggy
+// sidecar, held to the sidecar's intended differences whatever its name)
+// or "broker" (any other Kafka-protocol broker, held to Kafka's values).
 func externalTargets(spec string) ([]Target, error) {
 	var out []Target
 	for _, item := range strings.Split(spec, ",") {
@@ -101,9 +104,23 @@ func externalTargets(spec string) ([]Target, error) {
 		}
 		name, addr, ok := strings.Cut(item, "=")
 		if !ok || name == "" || addr == "" {
-			return nil, fmt.Errorf("KAFKA_IGGY_E2E_BROKERS: %q is not name=host:port", item)
+			return nil, fmt.Errorf("KAFKA_IGGY_E2E_BROKERS: %q is not name=[sidecar@|broker@]host:port", item)
 		}
-		out = append(out, Target{Name: name, Bootstrap: addr})
+		tg := Target{Name: name, Bootstrap: addr, Sidecar: true}
+		if kind, rest, ok := strings.Cut(addr, "@"); ok {
+			switch kind {
+			case "sidecar":
+			case "broker":
+				tg.Sidecar = false
+			default:
+				return nil, fmt.Errorf("KAFKA_IGGY_E2E_BROKERS: %q: kind %q is neither sidecar nor broker", item, kind)
+			}
+			if rest == "" {
+				return nil, fmt.Errorf("KAFKA_IGGY_E2E_BROKERS: %q has no host:port", item)
+			}
+			tg.Bootstrap = rest
+		}
+		out = append(out, tg)
 	}
 	return out, nil
 }
