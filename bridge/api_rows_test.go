@@ -86,3 +86,33 @@ func TestAPIFileHeadersMatchTable(t *testing.T) {
 		}
 	}
 }
+
+// Every "KAFKA-ON-IGGY §N" a bridge file cites is a section of
+// docs/KAFKA-ON-IGGY.md.
+func TestKafkaOnIggyReferences(t *testing.T) {
+	doc, err := os.ReadFile("../docs/KAFKA-ON-IGGY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(`KAFKA-ON-IGGY(?:\.md)? §(\d+)`)
+	n := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ref.FindAllSubmatch(src, -1) {
+			n++
+			if !regexp.MustCompile(`(?m)^## ` + string(m[1]) + `\. `).Match(doc) {
+				t.Errorf("%s cites KAFKA-ON-IGGY §%s, which docs/KAFKA-ON-IGGY.md does not have", f, m[1])
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no KAFKA-ON-IGGY reference found: the pattern is wrong")
+	}
+}

@@ -2,21 +2,22 @@
 //
 // Rooms: one file per Kafka API (NN_name.go, NN = API key), each opening
 // with the versions served, the behaviour and the Iggy commands it uses, and
-// registering its Table row (registerAPI). API files are leaves: none uses a
-// name declared in another API file, and no floor file uses one declared in
-// an API file (TestAPIFilesAreLeaves enforces it).
+// registering its Table row (registerAPI); "KAFKA-ON-IGGY §N" in a header is
+// section N of docs/KAFKA-ON-IGGY.md, the rules the bridge follows. API
+// files are leaves: none uses a name declared in another API file, and no
+// floor file uses one declared in an API file (TestAPIFilesAreLeaves
+// enforces it).
 //
 // Floor: what several APIs share. bridge.go, api.go, request.go: the
 // Bridge, the Table, the request; topics.go: TopicMapping; topicindex.go:
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
-// the Iggy read; commits.go: offsets-scope errors;
-// admin.go: admin errors, defaults and the alter loop; errors.go: the
-// Iggy-to-Kafka error table; records*.go: the record mapping (and legacy
-// down-conversion); offsets.go, pids.go, topicconfig.go,
-// topicheld.go, topicstore.go (the topic-config store in Iggy),
-// internaltopics.go, metrics.go; the group state machine is
-// bridge/groups, reached through groups.Service. One Table built in New drives
-// dispatch, ApiVersions and the metrics.
+// the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
+// defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
+// records*.go: the record mapping (and legacy down-conversion); offsets.go,
+// pids.go, topicconfig.go, topicheld.go, topicstore.go (the topic-config
+// store in Iggy), internaltopics.go, metrics.go; the group state machine is
+// bridge/groups, reached through groups.Service. One Table built in New
+// drives dispatch, ApiVersions and the metrics.
 package bridge
 
 import (

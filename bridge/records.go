@@ -1,4 +1,4 @@
-// Record mapping, version 1 (shared/design/KAFKA-ON-IGGY.md §2): one Kafka
+// Record mapping, version 1 (docs/KAFKA-ON-IGGY.md §2): one Kafka
 // record is one Iggy message, both directions, as pure functions without I/O.
 //
 // Produce (records_produce.go): RecordDecoder walks the Records bytes of one
