@@ -99,15 +99,26 @@ func (g *group) redistribute() {
 	g.generation++
 }
 
-// rebalanceOnJoin runs after a member joined: unassigned partitions go to
-// idle members round-robin, then surplus partitions of over-assigned
-// members move to under-assigned ones, immediately when the owner has no
-// polled-but-uncommitted messages on them, else through a pending
-// revocation.
+// rebalanceOnJoin runs after a member joined, as the real server's
+// rebalance_cooperative does (core/metadata/src/stm/consumer_group.rs at
+// the 0.9 line): the generation grows; partitions nobody holds go
+// round-robin to members holding none; then, only when some member is idle
+// (holds nothing and is not the target of a pending move), every member
+// above its fair share (partitions/members, the first `remainder` members
+// in slot order allowed one more) gives its last partitions, dealt
+// round-robin over the idle members: at once when the owner has no
+// polled-but-uncommitted messages on it, else as a pending revocation that
+// completes when the owner's commit catches up or the timeout passes.
 func (g *group) rebalanceOnJoin(now time.Time) {
+	g.generation++
 	ids := g.partitionIDs()
+	n := len(g.members)
+	if n == 0 || len(ids) == 0 {
+		return
+	}
 	held := make(map[uint32]bool, len(ids))
-	incoming := make(map[*member]int)
+	revokingFrom := make(map[*member]bool)
+	target := make(map[*member]bool)
 	for _, m := range g.members {
 		for _, p := range m.partitions {
 			held[p] = true
@@ -115,11 +126,14 @@ func (g *group) rebalanceOnJoin(now time.Time) {
 	}
 	for _, r := range g.pending {
 		held[r.partition] = true
-		incoming[r.to]++
+		revokingFrom[r.from] = true
+		target[r.to] = true
 	}
+	// Step 1: unassigned partitions to members holding none (a member
+	// whose partitions are all pending revocation still holds them).
 	var idle []*member
 	for _, m := range g.members {
-		if len(m.partitions) == 0 && incoming[m] == 0 {
+		if len(m.partitions) == 0 && !revokingFrom[m] {
 			idle = append(idle, m)
 		}
 	}
@@ -136,50 +150,53 @@ func (g *group) rebalanceOnJoin(now time.Time) {
 			slices.Sort(m.partitions)
 		}
 	}
-
-	// Balance: quota or quota+1 partitions each, the larger shares going
-	// to the members that hold most already (fewest moves).
-	n := len(g.members)
-	if n == 0 {
-		g.generation++
+	// Step 2: excess of over-assigned members to idle ones.
+	fair, remainder := len(ids)/n, len(ids)%n
+	idle = idle[:0]
+	for _, m := range g.members {
+		if len(m.partitions) == 0 && !revokingFrom[m] && !target[m] {
+			idle = append(idle, m)
+		}
+	}
+	if len(idle) == 0 {
 		return
 	}
-	load := func(m *member) int { return len(m.partitions) + incoming[m] }
-	order := slices.Clone(g.members)
-	slices.SortStableFunc(order, func(a, b *member) int { return load(b) - load(a) })
-	quota, extra := len(ids)/n, len(ids)%n
-	want := make(map[*member]int, n)
-	for i, m := range order {
-		want[m] = quota
-		if i < extra {
-			want[m]++
+	type move struct {
+		p    uint32
+		from *member
+	}
+	var excess []move
+	for _, m := range g.members {
+		effective := len(m.partitions) // pending revocations are not in partitions here
+		allowed := fair
+		if remainder > 0 {
+			allowed++
+		}
+		if effective <= allowed {
+			if effective > fair {
+				remainder--
+			}
+			continue
+		}
+		if remainder > 0 && effective > fair {
+			remainder--
+		}
+		for k := 0; k < effective-allowed; k++ {
+			excess = append(excess, move{m.partitions[len(m.partitions)-1-k], m})
 		}
 	}
-	for _, donor := range order {
-		for len(donor.partitions) > 0 && load(donor) > want[donor] {
-			var to *member
-			for _, m := range g.members {
-				if load(m) < want[m] {
-					to = m
-					break
-				}
-			}
-			if to == nil {
-				break
-			}
-			p := donor.partitions[len(donor.partitions)-1]
-			donor.partitions = donor.partitions[:len(donor.partitions)-1]
-			if g.clean(donor, p) {
-				to.partitions = append(to.partitions, p)
-				slices.Sort(to.partitions)
-				delete(donor.polled, p)
-			} else {
-				g.pending = append(g.pending, &revocation{partition: p, from: donor, to: to, upTo: donor.polled[p], deadline: now.Add(g.timeout)})
-				incoming[to]++
-			}
+	for i, mv := range excess {
+		to := idle[i%len(idle)]
+		if g.clean(mv.from, mv.p) {
+			mv.from.partitions = slices.DeleteFunc(mv.from.partitions, func(p uint32) bool { return p == mv.p })
+			to.partitions = append(to.partitions, mv.p)
+			slices.Sort(to.partitions)
+			delete(mv.from.polled, mv.p)
+		} else {
+			mv.from.partitions = slices.DeleteFunc(mv.from.partitions, func(p uint32) bool { return p == mv.p })
+			g.pending = append(g.pending, &revocation{partition: mv.p, from: mv.from, to: to, upTo: mv.from.polled[mv.p], deadline: now.Add(g.timeout)})
 		}
 	}
-	g.generation++
 }
 
 // clean reports whether m has no polled-but-uncommitted messages on p.
