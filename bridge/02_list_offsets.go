@@ -9,8 +9,11 @@ package bridge
 //     Timestamp -1. Both isolation levels answer the same (no
 //     transactions: last stable offset = high watermark).
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset, the
-//     first retained offset (a First poll of one message); the high
-//     watermark when nothing is retained. Timestamp -1.
+//     first retained offset (a First poll of one message), or the one
+//     DeleteRecords set when higher (the topic-config store, topicstore.go,
+//     read to its end first); the high watermark when nothing is
+//     retained. Timestamp -1. No answer below that log start: a timestamp
+//     search goes on from it, -3 is -1/-1 when every record is below it.
 //   - -3 (max timestamp, v7+): the last record, with its Kafka timestamp
 //     (a Last poll). Kafka answers the record with the largest timestamp;
 //     Iggy does not index producer timestamps, so the newest record stands
@@ -43,7 +46,8 @@ package bridge
 // IsolationLevel; v4 leader epochs; v6 flexible; v7 -3; v8 -4; v9 -5; v10
 // TimeoutMillis (not needed: every answer is immediate); v11 -6.
 //
-// Iggy commands: POLL_MESSAGES (100), GET_TOPIC (300).
+// Iggy commands: POLL_MESSAGES (100), GET_TOPIC (300), the store's
+// POLL_MESSAGES.
 
 import (
 	"context"
@@ -159,7 +163,12 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp)
+			logStart, err := l.b.store.logStartFresh(ctx, info, tp.Partition)
+			if err != nil {
+				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic-config store read failed")
+				continue
+			}
+			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp, logStart)
 			if err != nil {
 				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: poll failed")
 				continue
@@ -181,8 +190,9 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 }
 
 // offsetFor answers one partition: the offset and the Kafka timestamp
-// (-1/-1 when there is no such offset).
-func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int32, ts int64) (int64, int64, error) {
+// (-1/-1 when there is no such offset). logStart is the log start offset
+// DeleteRecords set (0 when none): nothing below it is answered.
+func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
 	switch ts {
 	case listLatest:
 		p, err := pollIggy(ctx, l.b, ref, partition, icodec.PollingKindLast, 0, 1)
@@ -196,13 +206,17 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 		return 0, -1, nil
 	case listEarliest, listEarliestLocal:
 		off, err := firstOffset(ctx, l.b, ref, partition, -1)
-		return off, -1, err
+		return max(off, logStart), -1, err
 	case listLatestTiered, listEarliestPending:
 		return -1, -1, nil
 	case listMaxTimestamp:
-		return l.oneMessage(ctx, ref, partition, icodec.PollingKindLast, 0)
+		off, mts, err := l.oneMessage(ctx, ref, partition, icodec.PollingKindLast, 0)
+		if err == nil && off < logStart {
+			return -1, -1, nil // every record is below the log start
+		}
+		return off, mts, err
 	}
-	return l.byTimestamp(ctx, ref, partition, max(ts, 0))
+	return l.byTimestamp(ctx, ref, partition, max(ts, 0), logStart)
 }
 
 // byTimestamp finds the first record whose Kafka timestamp is at least ts
@@ -211,8 +225,10 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 // before ts was created before ts too, unless its producer's clock ran
 // ahead) and reads forward to the first record whose timestamp is at least
 // ts, as Kafka answers. The forward read stops after listScanMessages;
-// then the append-time answer stands (KAFKA-ON-IGGY §3).
-func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition int32, ts int64) (int64, int64, error) {
+// then the append-time answer stands (KAFKA-ON-IGGY §3). Records below
+// logStart (DeleteRecords) are not answered: a search that lands below it
+// goes on from it.
+func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
 	w := l.writers.Get().(*KafkaBatchWriter)
 	defer l.writers.Put(w)
 	kind, value := icodec.PollingKindTimestamp, uint64(ts)*1000 // ts <= MaxInt64: no overflow
@@ -223,6 +239,13 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 			return 0, 0, err
 		}
 		it := p.Messages()
+		if kind == icodec.PollingKindTimestamp && logStart > 0 {
+			if peek := it; peek.Next() && int64(peek.Message().Offset) < logStart {
+				p.Release()
+				kind, value = icodec.PollingKindOffset, uint64(logStart)
+				continue
+			}
+		}
 		n := 0
 		var next uint64
 		for it.Next() {

@@ -15,14 +15,14 @@ package bridge
 //	{"v":1,"kind":"configs","stream":"kafka","topic":"orders","topic_id":3,
 //	 "created_at":1764621000123456,"configs":{"cleanup.policy":"compact"}}
 //	{"v":1,"kind":"log_start","stream":"kafka","topic":"orders","topic_id":3,
-//	 "created_at":1764621000123456,"partition":0,"offset":2295}
+//	 "created_at":1764621000123456,"log_start":{"0":2295,"1":2496}}
 //
 // A configs record is the topic's whole set of gateway-held configs (the
 // held strings of topicheld.go and max.message.bytes under their Kafka
 // names): the latest record of an incarnation wins. A log_start record
-// raises one partition's log start offset (DeleteRecords); the store keeps
-// the highest per partition, so two sidecars purging at once never move it
-// back. Records of another version or that do not parse are skipped.
+// raises log start offsets of partitions (one DeleteRecords topic); the
+// store keeps the highest per partition, so two sidecars purging at once
+// never move it back. Records of another version or that do not parse are skipped.
 //
 // Reading. Each sidecar reads the store from offset 0 at first use and then
 // from where it stopped. Admin requests (CreateTopics, the alters,
@@ -76,8 +76,8 @@ type storeRecord struct {
 	TopicID   uint32            `json:"topic_id"`
 	CreatedAt uint64            `json:"created_at"`
 	Configs   map[string]string `json:"configs,omitempty"`
-	Partition int32             `json:"partition,omitempty"`
-	Offset    int64             `json:"offset,omitempty"`
+	// LogStart raises log start offsets: partition -> offset.
+	LogStart map[int32]int64 `json:"log_start,omitempty"`
 }
 
 // incarnation identifies one life of an Iggy topic.
@@ -209,8 +209,10 @@ func (s *topicStore) apply(payload []byte) {
 		if t.logStart == nil {
 			t.logStart = map[int32]int64{}
 		}
-		if r.Offset > t.logStart[r.Partition] {
-			t.logStart[r.Partition] = r.Offset
+		for p, off := range r.LogStart {
+			if off > t.logStart[p] {
+				t.logStart[p] = off
+			}
 		}
 	}
 }
@@ -368,6 +370,26 @@ func (s *topicStore) putConfigs(ctx context.Context, info *iggy.TopicInfo, set o
 		s.triggerMeasure() // the set of compact topics may have changed
 	}
 	return err
+}
+
+// putLogStart raises log start offsets of the topic's partitions.
+func (s *topicStore) putLogStart(ctx context.Context, info *iggy.TopicInfo, offsets map[int32]int64) error {
+	inc := incarnationOf(info)
+	return s.put(ctx, storeRecord{Kind: "log_start", Stream: inc.ref.Stream, Topic: inc.ref.Topic, TopicID: inc.id, CreatedAt: inc.created, LogStart: offsets})
+}
+
+// logStartFresh returns a partition's log start offset after reading the
+// store to its end (admin paths).
+func (s *topicStore) logStartFresh(ctx context.Context, info *iggy.TopicInfo, partition int32) (int64, error) {
+	if err := s.sync(ctx); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if t := s.topics[incarnationOf(info)]; t != nil {
+		return t.logStart[partition], nil
+	}
+	return 0, nil
 }
 
 // put appends one record (creating the store on first use) and reads the

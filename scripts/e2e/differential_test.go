@@ -48,6 +48,15 @@ var intendedDifferences = []intendedDifference{
 	{Step: "create topic with an illegal name", Field: "error",
 		Want: "17 INVALID_TOPIC_EXCEPTION",
 		Why:  "kfake does not validate topic names; Kafka and the sidecar (KAFKA-ON-IGGY.md §1) refuse them with INVALID_TOPIC_EXCEPTION"},
+	{Step: "delete records", Field: "p0 to 2 (below the log start)",
+		Want: "0 NONE low_watermark=5",
+		Why:  "kfake refuses an offset below the log start; Kafka and the sidecar leave the log start where it is and answer it"},
+	{Step: "delete records", Field: "p0 to 13 (above the high watermark)",
+		Want: "1 OFFSET_OUT_OF_RANGE low_watermark=-1",
+		Why:  "kfake answers low watermark 0 with the error; Kafka and the sidecar answer -1"},
+	{Step: "fetch after delete records", Field: "below the log start",
+		Want: "1 OFFSET_OUT_OF_RANGE log_start_offset=-1",
+		Why:  "kfake fills log_start_offset in an OFFSET_OUT_OF_RANGE answer; Kafka and the sidecar answer -1"},
 }
 
 // kafkaSemantics are values Apache Kafka gives for the scenario; every
@@ -74,6 +83,10 @@ var kafkaSemantics = map[string]map[string]string{
 		"t=base+1000000":       "0 NONE offset=-1 timestamp=-1",
 		"t=-3 (max timestamp)": fmt.Sprintf("0 NONE offset=4 timestamp=%d", tsBase+4000),
 	},
+	"delete records": {"p0 to 5": "0 NONE low_watermark=5", "p0 to 2 (below the log start)": "0 NONE low_watermark=5",
+		"p0 to 13 (above the high watermark)": "1 OFFSET_OUT_OF_RANGE low_watermark=-1", "p1 to -1 (the high watermark)": "0 NONE low_watermark=3"},
+	"list offsets earliest after delete records": {"p0": "0 NONE offset=5", "p1": "0 NONE offset=3", "p2": "0 NONE offset=0"},
+	"fetch after delete records":                 {"below the log start": "1 OFFSET_OUT_OF_RANGE log_start_offset=-1", "at the log start": "0 NONE log_start_offset=5"},
 	"describe configs": {"error": "0 NONE",
 		"retention.ms": "3600000 (DYNAMIC_TOPIC_CONFIG)", "cleanup.policy": "delete (DYNAMIC_TOPIC_CONFIG)"},
 }
@@ -540,6 +553,65 @@ func runScenario(t *testing.T, tg Target) *transcript {
 		err = rcs[0].Err
 	}
 	tr.add("describe configs of an unknown topic", "error", errOf(err))
+
+	// DeleteRecords on p0 (12 records) and p1 (3), raw, to the leader: a
+	// move, a lower offset (no change), one above the high watermark, -1
+	// (the high watermark); then what ListOffsets and Fetch make of it.
+	deleteRecords := func(p int32, offset int64) string {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.TimeoutMillis = 5000
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Partition, rp.Offset = p, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		kresp, err := broker(p).Request(ctx, req)
+		if err != nil {
+			return "client error: " + err.Error()
+		}
+		resp := kresp.(*kmsg.DeleteRecordsResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Sprintf("malformed response: %d topics", len(resp.Topics))
+		}
+		dp := resp.Topics[0].Partitions[0]
+		return fmt.Sprintf("%s low_watermark=%d", errStr(dp.ErrorCode), dp.LowWatermark)
+	}
+	tr.add("delete records",
+		"p0 to 5", deleteRecords(0, 5),
+		"p0 to 2 (below the log start)", deleteRecords(0, 2),
+		"p0 to 13 (above the high watermark)", deleteRecords(0, 13),
+		"p1 to -1 (the high watermark)", deleteRecords(1, -1))
+	tr.add("list offsets earliest after delete records", "p0", listOffsets(0, -2), "p1", listOffsets(1, -2), "p2", listOffsets(2, -2))
+	fetchAt := func(offset int64) string {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 100
+		req.MaxBytes = 1 << 20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = topic
+		ft.TopicID = m.TopicID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition = 0
+		fp.FetchOffset = offset
+		fp.PartitionMaxBytes = 1 << 20
+		fp.CurrentLeaderEpoch = -1
+		fp.LastFetchedEpoch = -1
+		fp.LogStartOffset = -1
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		kresp, err := broker(0).Request(ctx, req)
+		if err != nil {
+			return "client error: " + err.Error()
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return "top-level " + errStr(resp.ErrorCode)
+		}
+		fp2 := resp.Topics[0].Partitions[0]
+		return fmt.Sprintf("%s log_start_offset=%d", errStr(fp2.ErrorCode), fp2.LogStartOffset)
+	}
+	tr.add("fetch after delete records", "below the log start", fetchAt(2), "at the log start", fetchAt(5))
 	return tr
 }
 
