@@ -59,9 +59,11 @@ type session struct {
 type cachedReply struct {
 	request  uint64
 	bodyHash uint64 // XXH3 of the request body
-	op       iggy.Operation
-	status   iggy.Status
-	body     []byte
+	// requestID is the request_checksum, a logical request id at 0.12.
+	requestID wire.U128
+	op        iggy.Operation
+	status    iggy.Status
+	body      []byte
 }
 
 // closeReason says why a connection ended (log key close_reason).
@@ -218,6 +220,8 @@ func (c *conn) serveFrame(frame []byte) bool {
 		Request:         r.h.Request,
 		Operation:       op,
 		Status:          out.status,
+
+		PartitionIncarnation: r.h.PartitionIncarnation,
 	}
 	if out.anonymous {
 		rh.Client = wire.U128{Lo: uint64(c.id)}

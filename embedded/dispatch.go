@@ -125,6 +125,7 @@ func (s *Server) handlerTable() map[handlerKey]*handler {
 		iggy.CodeUpdateTopic:               s.updateTopic,
 		iggy.CodeUpdateResource:            s.updateResource,
 		iggy.CodeGetPartitionRoute:         s.getPartitionRoute,
+		iggy.CodePollMessagesDeferred:      s.pollMessagesDeferred,
 		iggy.CodePurgeTopic:                s.purgeTopic,
 		iggy.CodeCreatePartitions:          s.createPartitions,
 		iggy.CodeDeletePartitions:          s.deletePartitions,
@@ -170,7 +171,7 @@ func (s *Server) serve(c *conn, r *request) outcome {
 		return silence("operation not in this protocol")
 	}
 	c.lastSeen.Store(s.now().UnixNano())
-	if !r.h.RequestChecksum.IsZero() {
+	if !r.h.RequestChecksum.IsZero() && s.proto.ChecksumIsBodyHash() {
 		if r.h.RequestChecksum.Hi != 0 || r.h.RequestChecksum.Lo != iggy.XXH3(r.body) {
 			return statusOf(iggy.StatusInvalidFormat)
 		}
@@ -257,7 +258,8 @@ func (s *Server) serveReplicated(c *conn, r *request) outcome {
 	// Request-number rules (§1.8.3).
 	if r.h.Request <= sess.highest {
 		if cr := sess.cached(r.h.Request); cr != nil {
-			if !r.h.RequestChecksum.IsZero() && r.h.RequestChecksum.Lo != cr.bodyHash {
+			if !r.h.RequestChecksum.IsZero() && (s.proto.ChecksumIsBodyHash() && r.h.RequestChecksum.Lo != cr.bodyHash ||
+				!s.proto.ChecksumIsBodyHash() && r.h.RequestChecksum != cr.requestID) {
 				return s.malformed(iggy.StatusInvalidCommand, "request number reused with another checksum")
 			}
 			return outcome{status: cr.status, op: cr.op, body: cr.body, logOp: s.commit, commit: s.commit}
@@ -279,7 +281,7 @@ func (s *Server) serveReplicated(c *conn, r *request) outcome {
 		}
 	}
 	if s2 := c.sess; s2 == sess { // logout ends the session: nothing to cache
-		sess.remember(r.h.Request, iggy.XXH3(r.body), out, s.cfg.ReplyCacheSize)
+		sess.remember(r.h.Request, iggy.XXH3(r.body), r.h.RequestChecksum, out, s.cfg.ReplyCacheSize)
 	}
 	return out
 }
@@ -296,9 +298,9 @@ func (ss *session) cached(n uint64) *cachedReply {
 
 // remember caches the reply of a committed request and raises the
 // session's high-water mark.
-func (ss *session) remember(n, bodyHash uint64, out outcome, size int) {
+func (ss *session) remember(n, bodyHash uint64, requestID wire.U128, out outcome, size int) {
 	ss.highest = n
-	cr := cachedReply{request: n, bodyHash: bodyHash, op: out.op, status: out.status, body: append([]byte(nil), out.body...)}
+	cr := cachedReply{request: n, bodyHash: bodyHash, requestID: requestID, op: out.op, status: out.status, body: append([]byte(nil), out.body...)}
 	if len(ss.cache) < size {
 		ss.cache = append(ss.cache, cr)
 		return

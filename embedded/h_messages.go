@@ -137,6 +137,25 @@ func (s *Server) pollMessages(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return c.emptyPoll(0, 0) // undecodable body: empty poll, partition 0
 	}
+	return s.poll(c, r, &req, 0)
+}
+
+// pollMessagesDeferred serves POLL_MESSAGES_DEFERRED (0.12) as a poll that
+// answers at once (the hold of wait_us is not served: see
+// docs/iggy-protocol-0.12.md), within max_bytes of reply.
+func (s *Server) pollMessagesDeferred(c *conn, r *request) outcome {
+	var d iggy.PollMessagesDeferredRequest
+	if err := decodeBody(&d, r.body); err != nil || d.MinCount > d.Count ||
+		d.WaitUs > 0 && d.RequestTimeoutUs < d.WaitUs+1_000_000 {
+		return statusOf(iggy.StatusInvalidCommand)
+	}
+	req := iggy.PollMessagesRequest{Consumer: d.Consumer, StreamID: d.StreamID, TopicID: d.TopicID, PartitionID: d.PartitionID,
+		Strategy: d.Strategy, Count: d.Count, AutoCommit: d.AutoCommit}
+	return s.poll(c, r, &req, int(d.MaxBytes))
+}
+
+// poll serves a decoded poll; maxBytes > 0 caps the reply body.
+func (s *Server) poll(c *conn, r *request, req *iggy.PollMessagesRequest, maxBytes int) outcome {
 	switch req.Consumer.Kind {
 	case iggy.ConsumerKindExternalGroup:
 		if !s.cfg.ExternalGroups {
@@ -148,7 +167,7 @@ func (s *Server) pollMessages(c *conn, r *request) outcome {
 			return c.emptyPoll(0, 0)
 		}
 	}
-	tg, out, ok := s.resolvePoll(r, &req)
+	tg, out, ok := s.resolvePoll(r, req)
 	if !ok {
 		return out
 	}
@@ -179,6 +198,9 @@ func (s *Server) pollMessages(c *conn, r *request) outcome {
 	}
 	body := s.proto.Outgoing(&iggy.PollMessagesResponse{}).AppendTo(c.out[:0]) // 16-byte prefix (40 at 0.12), patched below
 	maxRecords := int(s.cfg.MaxFrameBytes) - iggy.HeaderSize - len(body)
+	if maxBytes > 0 {
+		maxRecords = min(maxRecords, max(maxBytes-len(body), 1))
+	}
 	body, n, last := pollInto(body, tg.p.log, fromTimestamp, req.Strategy.Value, start, req.Count, maxRecords)
 	c.out = body
 	resp := iggy.PollMessagesResponse{PartitionID: tg.p.id, CurrentOffset: tg.p.stateOf().CurrentOffset, Count: n}

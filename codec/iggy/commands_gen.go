@@ -64,6 +64,7 @@ var Commands = [...]CommandMeta{
 	{Code: CodeSendMessages, Name: "send_messages", WireName: "message.send", Operation: OperationSendMessages, Plane: PlanePartition, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeFlushUnsavedBuffer, Name: "flush_unsaved_buffer", WireName: "message.flush_unsaved_buffer", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthLogin, EmptyMeansNone: false, Legacy: false, Since: 0, Until: Protocol012},
 	{Code: CodeGetPartitionRoute, Name: "get_partition_route", WireName: "partition.route", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: Protocol012, Until: 0},
+	{Code: CodePollMessagesDeferred, Name: "poll_messages_deferred", WireName: "message.poll_deferred", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: Protocol012, Until: 0},
 	{Code: CodeGetConsumerOffset, Name: "get_consumer_offset", WireName: "consumer_offset.get", Operation: OperationNonReplicated, Plane: PlaneNonReplicated, ResultFramed: false, Auth: AuthPermission, EmptyMeansNone: true, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeStoreConsumerOffset, Name: "store_consumer_offset", WireName: "consumer_offset.store", Operation: OperationStoreConsumerOffset, Plane: PlanePartition, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
 	{Code: CodeDeleteConsumerOffset, Name: "delete_consumer_offset", WireName: "consumer_offset.delete", Operation: OperationDeleteConsumerOffset, Plane: PlanePartition, ResultFramed: true, Auth: AuthPermission, EmptyMeansNone: false, Legacy: false, Since: 0, Until: 0},
@@ -164,6 +165,8 @@ func NewRequestBody(code uint32, p ProtocolVersion) (Body, bool) {
 		return &FlushUnsavedBufferRequest{}, p < Protocol012
 	case CodeGetPartitionRoute:
 		return &GetPartitionRouteRequest{}, p >= Protocol012
+	case CodePollMessagesDeferred:
+		return &PollMessagesDeferredRequest{}, p >= Protocol012
 	case CodeGetConsumerOffset:
 		return &GetConsumerOffsetRequest{}, true
 	case CodeStoreConsumerOffset:
@@ -265,6 +268,8 @@ func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
 		return &SendMessagesResponse{}, true
 	case CodeGetPartitionRoute:
 		return &GetPartitionRouteResponse{}, p >= Protocol012
+	case CodePollMessagesDeferred:
+		return &PollMessagesDeferredResponse{}, p >= Protocol012
 	case CodeGetConsumerOffset:
 		return &GetConsumerOffsetResponse{}, true
 	case CodeGetStream:
@@ -356,56 +361,58 @@ func LookupCommand(code uint32) (*CommandMeta, bool) {
 		return &Commands[26], true
 	case CodeGetPartitionRoute:
 		return &Commands[27], true
-	case CodeGetConsumerOffset:
+	case CodePollMessagesDeferred:
 		return &Commands[28], true
-	case CodeStoreConsumerOffset:
+	case CodeGetConsumerOffset:
 		return &Commands[29], true
-	case CodeDeleteConsumerOffset:
+	case CodeStoreConsumerOffset:
 		return &Commands[30], true
-	case CodeGetStream:
+	case CodeDeleteConsumerOffset:
 		return &Commands[31], true
-	case CodeGetStreams:
+	case CodeGetStream:
 		return &Commands[32], true
-	case CodeCreateStream:
+	case CodeGetStreams:
 		return &Commands[33], true
-	case CodeDeleteStream:
+	case CodeCreateStream:
 		return &Commands[34], true
-	case CodeUpdateStream:
+	case CodeDeleteStream:
 		return &Commands[35], true
-	case CodePurgeStream:
+	case CodeUpdateStream:
 		return &Commands[36], true
-	case CodeGetTopic:
+	case CodePurgeStream:
 		return &Commands[37], true
-	case CodeGetTopics:
+	case CodeGetTopic:
 		return &Commands[38], true
-	case CodeCreateTopic:
+	case CodeGetTopics:
 		return &Commands[39], true
-	case CodeDeleteTopic:
+	case CodeCreateTopic:
 		return &Commands[40], true
-	case CodeUpdateTopic:
+	case CodeDeleteTopic:
 		return &Commands[41], true
-	case CodePurgeTopic:
+	case CodeUpdateTopic:
 		return &Commands[42], true
-	case CodeCreatePartitions:
+	case CodePurgeTopic:
 		return &Commands[43], true
-	case CodeDeletePartitions:
+	case CodeCreatePartitions:
 		return &Commands[44], true
-	case CodeDeleteSegments:
+	case CodeDeletePartitions:
 		return &Commands[45], true
-	case CodeGetConsumerGroup:
+	case CodeDeleteSegments:
 		return &Commands[46], true
-	case CodeGetConsumerGroups:
+	case CodeGetConsumerGroup:
 		return &Commands[47], true
-	case CodeCreateConsumerGroup:
+	case CodeGetConsumerGroups:
 		return &Commands[48], true
-	case CodeDeleteConsumerGroup:
+	case CodeCreateConsumerGroup:
 		return &Commands[49], true
-	case CodeJoinConsumerGroup:
+	case CodeDeleteConsumerGroup:
 		return &Commands[50], true
-	case CodeLeaveConsumerGroup:
+	case CodeJoinConsumerGroup:
 		return &Commands[51], true
-	case CodeSyncConsumerGroup:
+	case CodeLeaveConsumerGroup:
 		return &Commands[52], true
+	case CodeSyncConsumerGroup:
+		return &Commands[53], true
 	}
 	return nil, false
 }

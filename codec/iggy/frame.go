@@ -20,14 +20,18 @@ const (
 	hdrCommandOff = RequestHeaderCommandOffset // u8, all headers
 	hdrReplicaOff = RequestHeaderReplicaOffset // u8, request and reply
 
-	hdrReqClientOff          = RequestHeaderClientOffset          // u128
-	hdrReqRequestChecksumOff = RequestHeaderRequestChecksumOffset // u128
-	hdrReqTimestampOff       = RequestHeaderTimestampOffset       // u64
-	hdrReqRequestOff         = RequestHeaderRequestOffset         // u64
-	hdrReqOperationOff       = RequestHeaderOperationOffset       // u8
-	hdrReqSessionOff         = RequestHeaderSessionOffset         // u64
-	hdrReqUserIDOff          = RequestHeaderUserIDOffset          // u32
-	hdrReqCodeOff            = RequestHeaderCodeOffset            // u32, reserved[0..4], only for operation 2
+	hdrReqClientOff          = RequestHeaderClientOffset               // u128
+	hdrReqRequestChecksumOff = RequestHeaderRequestChecksumOffset      // u128
+	hdrReqTimestampOff       = RequestHeaderTimestampOffset            // u64
+	hdrReqRequestOff         = RequestHeaderRequestOffset              // u64
+	hdrReqOperationOff       = RequestHeaderOperationOffset            // u8
+	hdrReqSessionOff         = RequestHeaderSessionOffset              // u64
+	hdrReqUserIDOff          = RequestHeaderUserIDOffset               // u32
+	hdrReqCodeOff            = RequestHeaderCodeOffset                 // u32, reserved[0..4], only for operation 2
+	hdrReqIncarnationOff     = RequestHeaderPartitionIncarnationOffset // u64, 0.12 fence
+	hdrReqOwnerGenOff        = RequestHeaderOwnerGenerationOffset      // u64, 0.12 fence
+	hdrReqMinMetadataOpOff   = RequestHeaderMinimumMetadataOpOffset    // u64, 0.12 fence
+	hdrRepIncarnationOff     = ReplyHeaderPartitionIncarnationOffset   // u64, 0.12 echo
 
 	hdrRepRequestChecksumOff = ReplyHeaderRequestChecksumOffset // u128
 	hdrRepContextOff         = ReplyHeaderContextOffset         // u128
@@ -88,6 +92,11 @@ type RequestHeader struct {
 	Session         uint64    // offset 184; 0 before login and on Register (§1.8.2)
 	UserID          uint32    // offset 192; ignored by the server
 	Code            uint32    // offset 196; the command code, only for operation 2
+
+	// The partition fence of 0.12 (zero at 0.11, where the bytes are reserved).
+	PartitionIncarnation uint64 // offset 200
+	OwnerGeneration      uint64 // offset 208
+	MinimumMetadataOp    uint64 // offset 216
 }
 
 // AppendTo appends the 256-byte header of a frame whose body is bodyLen
@@ -107,6 +116,9 @@ func (h *RequestHeader) AppendTo(dst []byte, bodyLen int) []byte {
 	binary.LittleEndian.PutUint64(b[hdrReqSessionOff:], h.Session)
 	binary.LittleEndian.PutUint32(b[hdrReqUserIDOff:], h.UserID)
 	binary.LittleEndian.PutUint32(b[hdrReqCodeOff:], h.Code)
+	binary.LittleEndian.PutUint64(b[hdrReqIncarnationOff:], h.PartitionIncarnation)
+	binary.LittleEndian.PutUint64(b[hdrReqOwnerGenOff:], h.OwnerGeneration)
+	binary.LittleEndian.PutUint64(b[hdrReqMinMetadataOpOff:], h.MinimumMetadataOp)
 	return dst
 }
 
@@ -131,6 +143,10 @@ func (h *RequestHeader) DecodeFrom(src []byte) (int, error) {
 		Session:         binary.LittleEndian.Uint64(src[hdrReqSessionOff:]),
 		UserID:          binary.LittleEndian.Uint32(src[hdrReqUserIDOff:]),
 		Code:            binary.LittleEndian.Uint32(src[hdrReqCodeOff:]),
+
+		PartitionIncarnation: binary.LittleEndian.Uint64(src[hdrReqIncarnationOff:]),
+		OwnerGeneration:      binary.LittleEndian.Uint64(src[hdrReqOwnerGenOff:]),
+		MinimumMetadataOp:    binary.LittleEndian.Uint64(src[hdrReqMinMetadataOpOff:]),
 	}
 	return HeaderSize, nil
 }
@@ -177,6 +193,8 @@ type ReplyHeader struct {
 	Request         uint64    // offset 200; echo of the request's request number
 	Operation       Operation // offset 208; echo of the request's operation (§3.9)
 	Status          Status    // offset 216; 0, or an error code and an empty body
+
+	PartitionIncarnation uint64 // offset 224; 0.12: echo of the request's (zero at 0.11)
 }
 
 // AppendTo appends the 256-byte header of a reply whose body is bodyLen
@@ -197,6 +215,7 @@ func (h *ReplyHeader) AppendTo(dst []byte, bodyLen int) []byte {
 	binary.LittleEndian.PutUint64(b[hdrRepRequestOff:], h.Request)
 	b[hdrRepOperationOff] = uint8(h.Operation)
 	binary.LittleEndian.PutUint32(b[hdrRepStatusOff:], uint32(h.Status))
+	binary.LittleEndian.PutUint64(b[hdrRepIncarnationOff:], h.PartitionIncarnation)
 	return dst
 }
 
@@ -208,19 +227,20 @@ func (h *ReplyHeader) DecodeFrom(src []byte) (int, error) {
 		return 0, err
 	}
 	*h = ReplyHeader{
-		Cluster:         getU128(src[hdrClusterOff:]),
-		View:            binary.LittleEndian.Uint32(src[hdrViewOff:]),
-		Release:         binary.LittleEndian.Uint32(src[hdrReleaseOff:]),
-		Replica:         src[hdrReplicaOff],
-		RequestChecksum: getU128(src[hdrRepRequestChecksumOff:]),
-		Context:         getU128(src[hdrRepContextOff:]),
-		Client:          getU128(src[hdrRepClientOff:]),
-		Op:              binary.LittleEndian.Uint64(src[hdrRepOpOff:]),
-		Commit:          binary.LittleEndian.Uint64(src[hdrRepCommitOff:]),
-		Timestamp:       binary.LittleEndian.Uint64(src[hdrRepTimestampOff:]),
-		Request:         binary.LittleEndian.Uint64(src[hdrRepRequestOff:]),
-		Operation:       Operation(src[hdrRepOperationOff]),
-		Status:          Status(binary.LittleEndian.Uint32(src[hdrRepStatusOff:])),
+		Cluster:              getU128(src[hdrClusterOff:]),
+		View:                 binary.LittleEndian.Uint32(src[hdrViewOff:]),
+		Release:              binary.LittleEndian.Uint32(src[hdrReleaseOff:]),
+		Replica:              src[hdrReplicaOff],
+		RequestChecksum:      getU128(src[hdrRepRequestChecksumOff:]),
+		Context:              getU128(src[hdrRepContextOff:]),
+		Client:               getU128(src[hdrRepClientOff:]),
+		Op:                   binary.LittleEndian.Uint64(src[hdrRepOpOff:]),
+		Commit:               binary.LittleEndian.Uint64(src[hdrRepCommitOff:]),
+		Timestamp:            binary.LittleEndian.Uint64(src[hdrRepTimestampOff:]),
+		Request:              binary.LittleEndian.Uint64(src[hdrRepRequestOff:]),
+		Operation:            Operation(src[hdrRepOperationOff]),
+		Status:               Status(binary.LittleEndian.Uint32(src[hdrRepStatusOff:])),
+		PartitionIncarnation: binary.LittleEndian.Uint64(src[hdrRepIncarnationOff:]),
 	}
 	return HeaderSize, nil
 }

@@ -73,6 +73,12 @@ func PickProtocol(lo, hi ProtocolVersion) (ProtocolVersion, bool) {
 	return 0, false
 }
 
+// ChecksumIsBodyHash reports whether a request header's request_checksum
+// is the XXH3-64 of the body (0.11: a wrong nonzero stamp is refused) rather
+// than a random id of the logical request that retries keep (0.12, edge
+// crate RequestHeader).
+func (v ProtocolVersion) ChecksumIsBodyHash() bool { return v.Generation() < Protocol012 }
+
 // BindSecretSize is the size of the bind secret of the 0.12 login bodies.
 const BindSecretSize = 32
 

@@ -172,10 +172,22 @@ const (
 	RequestHeaderCodeOffset = 196
 	// RequestHeaderCodeSize is the size of code in bytes.
 	RequestHeaderCodeSize = 4
-	// RequestHeaderReservedOffset is the offset of reserved (56 bytes): Reserved; all zero in 0.11 (0.12 places partition fence fields here, offsets not yet known). Always 0.
-	RequestHeaderReservedOffset = 200
+	// RequestHeaderPartitionIncarnationOffset is the offset of partition_incarnation (u64): 0.12: incarnation of the target partition from GET_PARTITION_ROUTE or a reply's context (0 = no fence); reserved zero at 0.11 (edge crate layout).
+	RequestHeaderPartitionIncarnationOffset = 200
+	// RequestHeaderPartitionIncarnationSize is the size of partition_incarnation in bytes.
+	RequestHeaderPartitionIncarnationSize = 8
+	// RequestHeaderOwnerGenerationOffset is the offset of owner_generation (u64): 0.12: consumer-group owner generation captured with the request (0 = none); reserved zero at 0.11.
+	RequestHeaderOwnerGenerationOffset = 208
+	// RequestHeaderOwnerGenerationSize is the size of owner_generation in bytes.
+	RequestHeaderOwnerGenerationSize = 8
+	// RequestHeaderMinimumMetadataOpOffset is the offset of minimum_metadata_op (u64): 0.12: lowest committed metadata operation needed to interpret the request; reserved zero at 0.11.
+	RequestHeaderMinimumMetadataOpOffset = 216
+	// RequestHeaderMinimumMetadataOpSize is the size of minimum_metadata_op in bytes.
+	RequestHeaderMinimumMetadataOpSize = 8
+	// RequestHeaderReservedOffset is the offset of reserved (32 bytes): Reserved; all zero. Always 0.
+	RequestHeaderReservedOffset = 224
 	// RequestHeaderReservedSize is the size of reserved in bytes.
-	RequestHeaderReservedSize = 56
+	RequestHeaderReservedSize = 32
 )
 
 // Byte layout of ReplyHeader (256 bytes).
@@ -259,10 +271,18 @@ const (
 	ReplyHeaderStatusOffset = 216
 	// ReplyHeaderStatusSize is the size of status in bytes.
 	ReplyHeaderStatusSize = 4
-	// ReplyHeaderReservedOffset is the offset of reserved (36 bytes): Reserved; zero, not checked.
+	// ReplyHeaderReservedOffset is the offset of reserved (4 bytes): Reserved; zero, not checked (0.12: byte 220 marks a committed result).
 	ReplyHeaderReservedOffset = 220
 	// ReplyHeaderReservedSize is the size of reserved in bytes.
-	ReplyHeaderReservedSize = 36
+	ReplyHeaderReservedSize = 4
+	// ReplyHeaderPartitionIncarnationOffset is the offset of partition_incarnation (u64): 0.12: echo of the request's partition_incarnation; zero at 0.11.
+	ReplyHeaderPartitionIncarnationOffset = 224
+	// ReplyHeaderPartitionIncarnationSize is the size of partition_incarnation in bytes.
+	ReplyHeaderPartitionIncarnationSize = 8
+	// ReplyHeaderReservedTailOffset is the offset of reserved_tail (24 bytes): Reserved; zero, not checked.
+	ReplyHeaderReservedTailOffset = 232
+	// ReplyHeaderReservedTailSize is the size of reserved_tail in bytes.
+	ReplyHeaderReservedTailSize = 24
 )
 
 // Byte layout of EvictionHeader (256 bytes).
