@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// conformanceBinary finds the official-SDK conformance driver built by
-// scripts/conformance/run.sh (CONFORMANCE_BUILD_ONLY=1), or "".
-func conformanceBinary() string {
-	if p := os.Getenv("IGGY_CONFORMANCE_BIN"); p != "" {
+// conformanceBinary finds an official-SDK conformance driver built by
+// scripts/conformance/run.sh (CONFORMANCE_BUILD_ONLY=1): name is
+// iggy-conformance (SDK 0.11.0) or iggy-conformance-edge (the edge SDK,
+// protocol 0.12); env overrides the path. "" when it is not built.
+func conformanceBinary(name, env string) string {
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
 	dir := os.Getenv("CARGO_TARGET_DIR")
@@ -25,7 +27,7 @@ func conformanceBinary() string {
 		}
 		dir = filepath.Join(home, ".cache", "kafka-iggy", "conformance-target")
 	}
-	p := filepath.Join(dir, "release", "iggy-conformance")
+	p := filepath.Join(dir, "release", name)
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}
@@ -35,15 +37,25 @@ func conformanceBinary() string {
 // TestRustSDKConformance runs the official Rust SDK 0.11.0 driver of
 // scripts/conformance against the server when the driver is built.
 func TestRustSDKConformance(t *testing.T) {
-	bin := conformanceBinary()
+	runConformance(t, conformanceBinary("iggy-conformance", "IGGY_CONFORMANCE_BIN"), nil)
+}
+
+// TestRustSDKEdgeConformance runs the newest published SDK's driver
+// (scripts/conformance/edge, protocol 0.12.2) against the server in 0.12
+// mode: every command the gateway uses, through a client we did not write.
+func TestRustSDKEdgeConformance(t *testing.T) {
+	runConformance(t, conformanceBinary("iggy-conformance-edge", "IGGY_CONFORMANCE_EDGE_BIN"), func(c *Config) { c.Protocol = "0.12" })
+}
+
+func runConformance(t *testing.T, bin string, mutate func(*Config)) {
 	if bin == "" {
-		const how = "iggy-conformance not built (make test builds it through scripts/install-test-deps.sh; or scripts/conformance/run.sh with CONFORMANCE_BUILD_ONLY=1, or set IGGY_CONFORMANCE_BIN)"
+		const how = "conformance driver not built (make test builds it through scripts/install-test-deps.sh; or scripts/conformance/run.sh with CONFORMANCE_BUILD_ONLY=1 [CONFORMANCE_SDK=edge], or set IGGY_CONFORMANCE_BIN / IGGY_CONFORMANCE_EDGE_BIN)"
 		if os.Getenv("CI") == "true" {
 			t.Fatal(how)
 		}
 		t.Skip(how)
 	}
-	s := startServer(t, nil)
+	s := startServer(t, mutate)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--addr", s.Addr().String())

@@ -93,6 +93,10 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 run_quiet "cargo build of scripts/conformance" env CONFORMANCE_BUILD_ONLY=1 bash scripts/conformance/run.sh
+# The edge SDK driver (scripts/conformance/edge, iggy pinned to the newest
+# published edge build, protocol 0.12) shares the target directory.
+echo "== test deps: Rust SDK edge conformance driver (protocol 0.12)"
+run_quiet "cargo build of scripts/conformance/edge" env CONFORMANCE_BUILD_ONLY=1 CONFORMANCE_SDK=edge bash scripts/conformance/run.sh
 
 # --- Kubernetes checks (deploy/deploy_test.go, cmd/kafka-iggy/config_test.go) --
 # kubeconform and helm, pinned, built from the Go module proxy into a cache

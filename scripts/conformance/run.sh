@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Build the SDK conformance driver (official `iggy` crate, pinned =0.11.0) and
-# run it against an Iggy-protocol server.
+# Build an SDK conformance driver and run it against an Iggy-protocol server:
+# CONFORMANCE_SDK=0.11 (default) is scripts/conformance (official `iggy` crate
+# pinned =0.11.0, protocol 0.11), CONFORMANCE_SDK=edge is
+# scripts/conformance/edge (the newest published edge build, protocol 0.12;
+# run it against a server in 0.12 mode).
 #
 # Usage: scripts/conformance/run.sh [HOST:PORT] [extra iggy-conformance args]
 #   address: first argument, else $IGGY_ADDR, else 127.0.0.1:8090
@@ -10,6 +13,7 @@
 #   CONFORMANCE_PROFILE       release (default) or debug
 #   CONFORMANCE_WAIT_SECONDS  how long to wait for the server port (default 30, 0 = no wait)
 #   CONFORMANCE_BUILD_ONLY=1  build and exit
+#   CONFORMANCE_SDK           0.11 (default) or edge
 #   IGGY_USERNAME / IGGY_PASSWORD  credentials (default iggy / iggy)
 #
 # Installs nothing but the crates pinned in Cargo.lock (through cargo itself).
@@ -18,7 +22,11 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-manifest="$here/Cargo.toml"
+case "${CONFORMANCE_SDK:-0.11}" in
+    0.11) manifest="$here/Cargo.toml"; bin_name=iggy-conformance ;;
+    edge) manifest="$here/edge/Cargo.toml"; bin_name=iggy-conformance-edge ;;
+    *) echo "conformance: CONFORMANCE_SDK must be 0.11 or edge, got '${CONFORMANCE_SDK}'" >&2; exit 2 ;;
+esac
 profile="${CONFORMANCE_PROFILE:-release}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kafka-iggy/conformance-target}"
 
@@ -44,12 +52,12 @@ esac
 if ! cargo fetch --manifest-path "$manifest" --locked --quiet; then
     echo "conformance: cargo fetch failed (no network?); trying an offline build" >&2
 fi
-echo "conformance: building iggy-conformance ($profile, target dir $CARGO_TARGET_DIR)" >&2
+echo "conformance: building $bin_name ($profile, target dir $CARGO_TARGET_DIR)" >&2
 if ! cargo build --manifest-path "$manifest" --locked --offline "${profile_flag[@]}"; then
     echo "conformance: build failed" >&2
     exit 2
 fi
-bin="$CARGO_TARGET_DIR/$bin_dir/iggy-conformance"
+bin="$CARGO_TARGET_DIR/$bin_dir/$bin_name"
 
 if [[ "${CONFORMANCE_BUILD_ONLY:-0}" == "1" ]]; then
     echo "conformance: built $bin" >&2

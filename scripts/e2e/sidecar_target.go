@@ -23,6 +23,11 @@ import (
 // from the "ready for Kafka clients" log line. It runs at most once per test
 // binary; stop ends the process after every test has finished.
 //
+// KAFKA_IGGY_E2E_IGGY_PROTOCOL=0.12 runs the embedded server in protocol 0.12
+// mode (embedded.protocol) while the sidecar keeps iggy.protocol auto; the
+// sidecar must then log in with that generation (its "iggy session up" line)
+// or the target fails to start.
+//
 // KeepsProducerBatches stays false (the sidecar's Fetch re-encodes batches
 // uncompressed) and Reference false.
 // ---------------------------------------------------------------------------
@@ -67,6 +72,10 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 		// Groups form at once in tests (Kafka's test brokers do the same).
 		"KAFKA_IGGY_GROUPS__INITIAL_REBALANCE_DELAY=0s",
 	)
+	wantProto := os.Getenv("KAFKA_IGGY_E2E_IGGY_PROTOCOL")
+	if wantProto != "" {
+		cmd.Env = append(cmd.Env, "KAFKA_IGGY_EMBEDDED__PROTOCOL="+wantProto)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(logFile, pw)
@@ -91,19 +100,28 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 		}
 	}
 	addr := make(chan string, 1)
+	proto := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		sent := false
+		sent, sawProto := false, false
 		for sc.Scan() {
-			if sent {
+			if sent && sawProto {
 				continue // keep draining so the process never blocks on stderr
 			}
 			var line struct {
 				Message string `json:"message"`
 				Kafka   string `json:"kafka_address"`
+				Proto   string `json:"iggy_protocol"`
 			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Message, "ready for Kafka clients") && line.Kafka != "" {
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			if !sawProto && line.Message == "iggy session up" && line.Proto != "" {
+				proto <- line.Proto
+				sawProto = true
+			}
+			if !sent && strings.Contains(line.Message, "ready for Kafka clients") && line.Kafka != "" {
 				addr <- line.Kafka
 				sent = true
 			}
@@ -111,6 +129,17 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 	}()
 	select {
 	case a := <-addr:
+		if wantProto != "" {
+			var got string
+			select { // the pool logs in beside serving: wait for its first session
+			case got = <-proto:
+			case <-time.After(30 * time.Second):
+			}
+			if got != wantProto {
+				stop()
+				return Target{}, nil, false, fmt.Errorf("the sidecar logged in with iggy protocol %q, want %q (KAFKA_IGGY_E2E_IGGY_PROTOCOL)", got, wantProto)
+			}
+		}
 		return Target{Name: "sidecar", Bootstrap: a, Sidecar: true}, stop, true, nil
 	case <-time.After(60 * time.Second):
 		b, _ := os.ReadFile(logPath)
