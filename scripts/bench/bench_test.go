@@ -304,3 +304,25 @@ func TestWindow(t *testing.T) {
 		t.Fatalf("calibration %.0f records/s", r)
 	}
 }
+
+// With both sidecar builds the report reads B against A: a difference
+// beyond both spreads is a win or a loss, an overlap is noise.
+func TestABTable(t *testing.T) {
+	b := &bench{plan: plan{Passes: 2, MatchedFrac: 0.5, Many: 100}, bin: "a", binB: "b", envB: []string{"GOGC=200"}}
+	prod := func(tg string, mb, cpu float64) *Result {
+		return &Result{Workload: wProduce, Variant: produceVariants[0].name, Target: tg, Records: 1000, Bytes: 1e9, MBPerS: mb, ServerCPUs: cpu}
+	}
+	b.results = []*Result{prod(tSidecar, 100, 1.0), prod(tSidecarB, 130, 1.02), prod(tSidecarB, 128, 0.98), prod(tSidecar, 102, 0.99)}
+	var out strings.Builder
+	b.writeAB(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
+	s := out.String()
+	if !strings.Contains(s, "with GOGC=200") {
+		t.Errorf("no B environment:\n%s", s)
+	}
+	if !strings.Contains(s, "| produce acks=1 none MB/s | 101.0 ±1% | 129.0 ±1% | 1.277 | B better, beyond the spread |") {
+		t.Errorf("throughput row:\n%s", s)
+	}
+	if !strings.Contains(s, "| produce acks=1 none sidecar CPU s/GB | 0.995 ±1% | 1.000 ±2% | 1.005 | noise (ranges overlap) |") {
+		t.Errorf("CPU row:\n%s", s)
+	}
+}

@@ -102,6 +102,11 @@ type plan struct {
 	WarmRecords int           `json:"warmup_records"`
 	WarmDur     time.Duration `json:"warmup_max"`
 
+	// Only, when set, limits the run to these workloads (idle, produce,
+	// produce1 = produce acks=1 none only, matched, many, consume,
+	// latency, conns, gnet): for A/B runs of one change.
+	Only map[string]bool `json:"only,omitempty"`
+
 	Gnet           bool          `json:"gnet_sweep"`
 	GnetAll        bool          `json:"gnet_all_settings"`
 	GnetWarm       time.Duration `json:"gnet_warm_up"`
@@ -147,6 +152,9 @@ func smokePlan() plan {
 	}
 }
 
+// does reports whether the plan runs workload w.
+func (p plan) does(w string) bool { return p.Only == nil || p.Only[w] }
+
 // win is the window of the plan's throughput runs.
 func (p plan) win() windowSpec {
 	return windowSpec{warm: p.Warm, measure: p.Measure, maxMeasure: p.MaxMeasure, minRecords: p.MinRecords}
@@ -168,11 +176,14 @@ func benchMain(args []string) int {
 	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
 	measure := fs.Duration("measure", 0, "shortest measured window of a throughput run (default 5s; 300ms with -smoke); the longest is 8s or this, whichever is more")
 	warmFor := fs.Duration("warm", 0, "warm-up (calibration) before each throughput run's window (default 1.5s; 150ms with -smoke)")
+	only := fs.String("only", "", "comma-separated workloads to run (idle,produce,produce1,matched,many,consume,latency,conns,gnet; produce1 is produce acks=1 none only); default all")
 	passes := fs.Int("passes", 0, "runs of every figure, interleaved (default 2)")
 	maxLoad := fs.Float64("max-load", 0, "flag runs whose 1-minute load average at their start is above this (default 3.0)")
 	maxForeign := fs.Float64("max-foreign", 0, "flag runs during which other processes used more than this many cores (default 0.25)")
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
+	envB := fs.String("env-b", "", "comma-separated NAME=VALUE environment variables for the sidecar-b process only (an A/B of a runtime setting such as GOGC=200; -bin-b defaults to -bin then)")
+	binB := fs.String("bin-b", "", "a second kafka-iggy binary for the sidecar-b target: with -targets sidecar,sidecar-b,... every run is an interleaved A/B of the two builds (the report adds a B ÷ A table)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
 	profDir := fs.String("profile", "", "(default: the run's work directory in a full run, none with -smoke) start the sidecar with admin.pprof and the embedded Iggy server with --pprof-addr and save CPU and allocation profiles of the sidecar's produce, consume and latency runs and of the Iggy server's produce runs (sidecar and direct-go) in this directory")
 	if err := fs.Parse(args); err != nil {
@@ -205,6 +216,15 @@ func benchMain(args []string) int {
 	}
 	if *passes > 0 {
 		p.Passes = *passes
+	}
+	if *only != "" {
+		p.Only = map[string]bool{}
+		for _, w := range strings.Split(*only, ",") {
+			p.Only[strings.TrimSpace(w)] = true
+		}
+		if p.Only["produce"] {
+			p.Only["produce1"] = true
+		}
 	}
 	if *maxLoad > 0 {
 		p.MaxLoad = *maxLoad
@@ -245,6 +265,24 @@ func benchMain(args []string) int {
 			return 2
 		}
 		b.bin = abs
+	}
+	if *binB != "" {
+		abs, err := filepath.Abs(*binB)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 2
+		}
+		b.binB = abs
+	}
+	if *envB != "" {
+		b.envB = strings.Split(*envB, ",")
+		if b.binB == "" {
+			b.binB = b.bin
+		}
+	}
+	if b.has(tSidecarB) && b.binB == "" {
+		fmt.Fprintln(os.Stderr, "bench: the sidecar-b target needs -bin-b")
+		return 2
 	}
 	if *profDir != "" {
 		abs, err := filepath.Abs(*profDir)
@@ -344,8 +382,10 @@ type bench struct {
 	deadline time.Time
 	ps       *procs
 
-	bin      string // kafka-iggy
-	self     string // this binary
+	bin      string   // kafka-iggy
+	binB     string   // -bin-b: the sidecar-b target's kafka-iggy
+	envB     []string // -env-b: extra environment of the sidecar-b process
+	self     string   // this binary
 	rustBin  string
 	profDir  string // -profile: where the sidecar's profiles go
 	pool     [][]byte
@@ -478,6 +518,13 @@ func (b *bench) setup() error {
 		}
 		b.targets[tSidecar] = s
 	}
+	if b.has(tSidecarB) {
+		s, err := b.startServeFrom(b.binB, tSidecarB, nil)
+		if err != nil {
+			return fmt.Errorf("sidecar-b: %w", err)
+		}
+		b.targets[tSidecarB] = s
+	}
 	if b.has(tKfake) {
 		s, err := b.startKfake()
 		if err != nil {
@@ -587,6 +634,11 @@ func envName(key string) string {
 }
 
 func (b *bench) startServe(settings map[string]string) (*server, error) {
+	return b.startServeFrom(b.bin, tSidecar, settings)
+}
+
+// startServeFrom starts `kafka-iggy serve` from binary bin as target name.
+func (b *bench) startServeFrom(bin, name string, settings map[string]string) (*server, error) {
 	kport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -597,7 +649,7 @@ func (b *bench) startServe(settings map[string]string) (*server, error) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", kport)
 	all := b.sidecarSettings(addr, fmt.Sprintf("127.0.0.1:%d", aport), settings)
-	cmd := exec.Command(b.bin, "serve")
+	cmd := exec.Command(bin, "serve")
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
@@ -612,9 +664,12 @@ func (b *bench) startServe(settings map[string]string) (*server, error) {
 	for _, k := range keys {
 		env = append(env, envName(k)+"="+all[k])
 	}
+	if name == tSidecarB {
+		env = append(env, b.envB...)
+	}
 	cmd.Env = env
 	b.seq++
-	p, err := b.ps.start("sidecar", cmd, filepath.Join(b.work, fmt.Sprintf("sidecar-%d.log", b.seq)))
+	p, err := b.ps.start(name, cmd, filepath.Join(b.work, fmt.Sprintf("%s-%d.log", name, b.seq)))
 	if err != nil {
 		return nil, err
 	}
@@ -624,13 +679,13 @@ func (b *bench) startServe(settings map[string]string) (*server, error) {
 		p.stop(2 * time.Second)
 		return nil, fmt.Errorf("%w: %s", err, strings.ReplaceAll(tail(p.Log, 400), "\n", " | "))
 	}
-	s := &server{name: tSidecar, addr: addr, port: kport, proc: p, pid: p.PID(), iggyPath: true,
+	s := &server{name: name, addr: addr, port: kport, proc: p, pid: p.PID(), iggyPath: true,
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", aport), settings: settings}
 	if b.profDir != "" {
 		s.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", aport)
 	}
 	b.waitSessions(s)
-	b.logf("sidecar (kafka-iggy serve) on %s (pid %d) %v", addr, p.PID(), settings)
+	b.logf("%s (%s serve) on %s (pid %d) %v", name, bin, addr, p.PID(), settings)
 	return s, nil
 }
 

@@ -37,10 +37,14 @@ import (
 // sidecar.
 func (b *bench) profileRun(t, name string, maxDur time.Duration) func() {
 	s := b.targets[t]
-	if b.profDir == "" || t != tSidecar || s == nil || s.pprofURL == "" {
+	if b.profDir == "" || (t != tSidecar && t != tSidecarB) || s == nil || s.pprofURL == "" {
 		return func() {}
 	}
-	return b.profile(s.pprofURL, name, profileName(name), maxDur)
+	file := profileName(name)
+	if t == tSidecarB {
+		file = "b-" + file // both builds of an A/B are profiled alike
+	}
+	return b.profile(s.pprofURL, name, file, maxDur)
 }
 
 // profileIggy starts profiling the embedded Iggy server for target t's run

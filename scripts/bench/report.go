@@ -218,6 +218,7 @@ func (b *bench) markdown(plots map[string]string) string {
 	p("Throughput under such load moves with how the cores are shared; **CPU per GB** (each process's own utime+stime) and **delivered ÷ offered at a matched offered load** do not, and are the figures to trust first.\n\n")
 
 	b.writeSummary(p)
+	b.writeAB(p)
 	b.writeTargets(p)
 
 	p("## Machine, versions, command\n\n| | |\n|---|---|\n")
@@ -246,7 +247,7 @@ func (b *bench) markdown(plots map[string]string) string {
 		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		kafka := b.st(wProduce, v.name, tKafka, mbps)
 		kfake := b.st(wProduce, v.name, tKfake, mbps)
-		for _, t := range []string{tSidecar, tKafka, tKfake} {
+		for _, t := range []string{tSidecar, tSidecarB, tKafka, tKfake} {
 			if !b.ran(t) {
 				continue
 			}
@@ -357,7 +358,7 @@ func (b *bench) markdown(plots map[string]string) string {
 	p("The direct row opens as many Iggy connections (one client each) and sends each one's %d messages as one batch. ", pl.ConnRecords)
 	p("Connections are counted from /proc/net/tcp at their peak during the produce phase: \"Kafka-side\" on the target's port, \"Iggy\" on the embedded server's port.\n\n")
 	p("| target | connect phase | records/s | Kafka-side connections | Iggy connections | server RSS max | Iggy RSS max | server CPU s/GB |\n|---|---|---|---|---|---|---|---|\n")
-	for _, t := range []string{tSidecar, tKafka, tKfake, tGo} {
+	for _, t := range []string{tSidecar, tSidecarB, tKafka, tKfake, tGo} {
 		if !b.ran(t) {
 			continue
 		}
@@ -379,7 +380,7 @@ func (b *bench) markdown(plots map[string]string) string {
 	p("Plain TCP connections, each answered one ApiVersions v0 request (so the server has fully set it up), then held idle; the server's RSS (VmRSS) is read before and after a 1 s pause (one run per target, first thing after start-up).\n\n")
 	p("| target | connections held | RSS before (idle) | RSS with | per connection | vs Kafka |\n|---|---|---|---|---|---|\n")
 	ki := b.find(wIdle, fmt.Sprintf("%d connections", pl.Idle), tKafka)
-	for _, t := range []string{tSidecar, tKafka, tKfake} {
+	for _, t := range []string{tSidecar, tSidecarB, tKafka, tKfake} {
 		if !b.ran(t) {
 			continue
 		}
@@ -587,6 +588,71 @@ func (b *bench) writeTargets(p func(string, ...any)) {
 			rng = fmt.Sprintf(num+" – "+num, g.figure.lo, g.figure.hi)
 		}
 		p("| %s | %s | %s | %s %s | %s | %s |\n", g.what, fig, rng, op, fmt.Sprintf(g.unit, g.target), g.verdict(), g.where)
+	}
+	p("\n")
+}
+
+// writeAB writes the A/B table when the run had both sidecar builds: each
+// figure of B against A with both spreads, and whether B's difference is
+// beyond the spread (a win or a loss) or noise.
+func (b *bench) writeAB(p func(string, ...any)) {
+	if !b.ran(tSidecarB) || !b.ran(tSidecar) {
+		return
+	}
+	v0 := produceVariants[0].name
+	mv := fmt.Sprintf("%.0f%% of direct", b.plan.MatchedFrac*100)
+	mc := fmt.Sprintf("%d connections", b.plan.Many)
+	type fig struct {
+		what, w, v string
+		f          func(*Result) float64
+		format     string
+		higher     bool // higher is better
+	}
+	figs := []fig{
+		{"produce acks=1 none MB/s", wProduce, v0, mbps, "%.1f", true},
+		{"produce acks=1 none sidecar CPU s/GB", wProduce, v0, serverPerGB, "%.3f", false},
+		{"produce acks=1 none allocs/record", wProduce, v0, func(r *Result) float64 { return r.AllocsPerRec }, "%.3f", false},
+		{"produce acks=1 lz4 MB/s", wProduce, produceVariants[1].name, mbps, "%.1f", true},
+		{"produce acks=all none MB/s", wProduce, produceVariants[2].name, mbps, "%.1f", true},
+		{"matched load delivered ÷ offered", wMatched, mv, delivered, "%.3f", true},
+		{"matched load sidecar CPU s/GB", wMatched, mv, serverPerGB, "%.3f", false},
+		{"matched load Iggy CPU s/GB", wMatched, mv, iggyPerGB, "%.3f", false},
+		{"many producers MB/s", wMany, mc, mbps, "%.1f", true},
+		{"many producers sidecar CPU s/GB", wMany, mc, serverPerGB, "%.3f", false},
+		{"consume MB/s", wConsume, "", mbps, "%.1f", true},
+		{"consume sidecar CPU s/GB", wConsume, "", serverPerGB, "%.3f", false},
+		{"latency p50 µs", wLatency, "", p50, "%.0f", false},
+		{"latency p99 µs", wLatency, "", p99, "%.0f", false},
+		{"latency p99.9 µs", wLatency, "", p999, "%.0f", false},
+	}
+	envB := ""
+	if len(b.envB) > 0 {
+		envB = " with " + strings.Join(b.envB, " ")
+	}
+	p("## A/B: sidecar B (%s%s) against A (%s)\n\n", b.binB, envB, b.bin)
+	p("Both sidecars ran on the same Iggy server, interleaved with every other target (A B … B A), %d runs each. *beyond the spread* means the two ranges do not overlap.\n\n", b.plan.Passes)
+	p("| figure | A | B | B ÷ A | reading |\n|---|---|---|---|---|\n")
+	for _, f := range figs {
+		a, bb := b.st(f.w, f.v, tSidecar, f.f), b.st(f.w, f.v, tSidecarB, f.f)
+		if a.n == 0 || bb.n == 0 {
+			continue
+		}
+		reading := "noise (ranges overlap)"
+		if !a.overlaps(bb) {
+			better := bb.mean > a.mean
+			if !f.higher {
+				better = !better
+			}
+			reading = "B worse, beyond the spread"
+			if better {
+				reading = "B better, beyond the spread"
+			}
+		}
+		ratioS := "–"
+		if a.mean != 0 {
+			ratioS = fmt.Sprintf("%.3f", bb.mean/a.mean)
+		}
+		p("| %s | %s | %s | %s | %s |\n", f.what, a.show(f.format), bb.show(f.format), ratioS, reading)
 	}
 	p("\n")
 }

@@ -22,22 +22,27 @@ const (
 // Target names.
 const (
 	tSidecar = "sidecar"
-	tKafka   = "kafka"
-	tKfake   = "kfake"
-	tGo      = "direct-go"
-	tRust    = "direct-rust"
+	// tSidecarB is a second sidecar from another binary (-bin-b) on the
+	// same Iggy server: with both targets a run is an interleaved A/B of
+	// two builds.
+	tSidecarB = "sidecar-b"
+	tKafka    = "kafka"
+	tKfake    = "kfake"
+	tGo       = "direct-go"
+	tRust     = "direct-rust"
 )
 
 // allTargets is the column order of every table.
-var allTargets = []string{tSidecar, tKafka, tKfake, tGo, tRust}
+var allTargets = []string{tSidecar, tSidecarB, tKafka, tKfake, tGo, tRust}
 
 // targetLabel is how tables name a target.
 var targetLabel = map[string]string{
-	tSidecar: "sidecar → embedded Iggy",
-	tKafka:   "Apache Kafka (KRaft)",
-	tKfake:   "kfake",
-	tGo:      "direct: Go client → embedded Iggy",
-	tRust:    "direct: Rust SDK → embedded Iggy",
+	tSidecar:  "sidecar → embedded Iggy",
+	tSidecarB: "sidecar B (-bin-b) → embedded Iggy",
+	tKafka:    "Apache Kafka (KRaft)",
+	tKfake:    "kfake",
+	tGo:       "direct: Go client → embedded Iggy",
+	tRust:     "direct: Rust SDK → embedded Iggy",
 }
 
 // Percentiles of a latency distribution, in microseconds.

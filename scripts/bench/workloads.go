@@ -92,7 +92,9 @@ func (b *bench) runWorkloads() {
 	// then moves with the connections only, not with a garbage collector
 	// returning what a throughput run used.
 	for _, t := range kafkaTargets {
-		b.runIdle(t)
+		if b.plan.does("idle") {
+			b.runIdle(t)
+		}
 	}
 	// Warm-up, not reported: JIT compilation of the JVM broker, first-use
 	// allocations and page faults of every server.
@@ -102,6 +104,9 @@ func (b *bench) runWorkloads() {
 	// 1. Produce throughput; the direct paths join the acks=1 none group
 	// (an Iggy confirmation is what acks=1 waits for).
 	for i, v := range produceVariants {
+		if !b.plan.does("produce") && !(i == 0 && b.plan.does("produce1")) {
+			continue
+		}
 		group := kafkaTargets
 		if i == 0 {
 			group = all
@@ -118,17 +123,19 @@ func (b *bench) runWorkloads() {
 	}
 	// 2. Matched offered load: every path offered the same load, a fraction
 	// of the direct Go client's saturation.
-	if rate := b.matchedRate(); rate > 0 {
-		for pass := 1; pass <= passes; pass++ {
-			for _, t := range order(all, pass) {
-				b.runMatched(t, rate, pass)
+	if b.plan.does("matched") {
+		if rate := b.matchedRate(); rate > 0 {
+			for pass := 1; pass <= passes; pass++ {
+				for _, t := range order(all, pass) {
+					b.runMatched(t, rate, pass)
+				}
 			}
+		} else {
+			b.note("matched-load run skipped: no direct-go produce figure to match")
 		}
-	} else {
-		b.note("matched-load run skipped: no direct-go produce figure to match")
 	}
 	// 3. Many concurrent producer connections, steady state.
-	for pass := 1; pass <= passes; pass++ {
+	for pass := 1; pass <= passes && b.plan.does("many"); pass++ {
 		for _, t := range order(all, pass) {
 			b.runMany(t, pass)
 		}
@@ -136,6 +143,9 @@ func (b *bench) runWorkloads() {
 	// 4. Consume: each target reads a topic filled for it, over and over.
 	filled := map[string]kept{}
 	for _, t := range all {
+		if !b.plan.does("consume") {
+			break
+		}
 		if t == tRust {
 			if k, ok := filled[tGo]; ok {
 				filled[tRust] = k // the same Iggy topic
@@ -148,7 +158,7 @@ func (b *bench) runWorkloads() {
 			filled[t] = k
 		}
 	}
-	for pass := 1; pass <= passes; pass++ {
+	for pass := 1; pass <= passes && b.plan.does("consume"); pass++ {
 		for _, t := range order(all, pass) {
 			k, ok := filled[t]
 			if !ok {
@@ -164,20 +174,22 @@ func (b *bench) runWorkloads() {
 		}
 	}
 	// 5. Closed-loop latency.
-	for pass := 1; pass <= passes; pass++ {
+	for pass := 1; pass <= passes && b.plan.does("latency"); pass++ {
 		for _, t := range order(all, pass) {
 			b.runLatency(t, b.plan.LatRecords, b.plan.LatDur, wLatency, "", pass)
 		}
 	}
 	// 6. A burst from many producer connections (connection counts).
 	for _, t := range kafkaTargets {
-		b.runConns(t)
+		if b.plan.does("conns") {
+			b.runConns(t)
+		}
 	}
-	if _, ok := b.targets[tGo]; ok {
+	if _, ok := b.targets[tGo]; ok && b.plan.does("conns") {
 		b.runConns(tGo)
 	}
 	// 7. gnet settings on the sidecar.
-	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet {
+	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet && b.plan.does("gnet") {
 		b.runGnetSweep()
 	}
 }
@@ -298,7 +310,7 @@ func (b *bench) meterFor(t string) *meter {
 		m.iggy = watched{pid: b.embedded.pid}
 		m.iggyPort = b.embedded.port
 		switch t {
-		case tSidecar:
+		case tSidecar, tSidecarB:
 			m.iggyOwner.Store(int64(s.pid))
 		case tGo:
 			m.iggyOwner.Store(int64(os.Getpid()))
@@ -364,7 +376,7 @@ func (b *bench) runProduce(t string, v produceVariant, pass int) {
 	defer b.deleteTopic(t, topic)
 	endProfile := b.profileRun(t, profName("produce "+v.name, pass), b.plan.profLen())
 	endIggy := func() {}
-	if t == tSidecar {
+	if t == tSidecar || t == tSidecarB {
 		endIggy = b.profileIggy(t, profName("produce "+v.name, pass), b.plan.profLen())
 	}
 	res, err := kafkaProduce(b.ctx, produceSpec{
