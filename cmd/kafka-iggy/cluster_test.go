@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -97,19 +98,21 @@ func (c *consumed) count() int {
 	return len(c.seen)
 }
 
-// runMember consumes group g through seed until ctx ends, committing after
-// each poll; it returns when done.
-func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed, wg *sync.WaitGroup) *kgo.Client {
+// runMember consumes group g through seed with franz-go until ctx ends or
+// stop is called, committing after each poll.
+func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed) (stop func()) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
-		kgo.RetryTimeout(30*time.Second))
+		kgo.RetryTimeout(30*time.Second),
+		kgo.Balancers(kgo.RangeBalancer())) // sarama, in the same group, speaks range
 	if err != nil {
 		t.Fatal(err)
 	}
-	wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		for ctx.Err() == nil {
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			fs := cl.PollFetches(pctx)
@@ -124,7 +127,71 @@ func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *
 			}
 		}
 	}()
-	return cl
+	return func() { cancel(); <-done; cl.Close() }
+}
+
+// saramaMember is IBM sarama's consumer group (auto-commit of marked
+// messages every 500ms).
+type saramaMember struct{ c *consumed }
+
+func (saramaMember) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (saramaMember) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case msg, ok := <-c.Messages():
+			if !ok {
+				return nil
+			}
+			h.c.add(string(msg.Value))
+			s.MarkMessage(msg, "")
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+func runSaramaMember(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed) (stop func()) {
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.ClientID = "cluster-sarama"
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Interval = 500 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 10 * time.Second
+	cfg.Consumer.Group.Heartbeat.Interval = time.Second
+	cfg.Consumer.Group.Rebalance.Timeout = 20 * time.Second
+	g, err := sarama.NewConsumerGroup([]string{seed}, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := g.Consume(ctx, []string{topic}, saramaMember{c}); err != nil && ctx.Err() == nil {
+				time.Sleep(200 * time.Millisecond) // its sidecar is away: try again
+			}
+		}
+	}()
+	return func() { cancel(); <-done; _ = g.Close() }
+}
+
+// member is one group member and the sidecar it talks to.
+type member struct {
+	sidecar int
+	stop    func()
+}
+
+// alive counts the members whose sidecar is in ps.
+func alive(ms []member, ps []*sidecarProc) int {
+	n := 0
+	for _, m := range ms {
+		if ps[m.sidecar] != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // describeAgrees asks each sidecar to describe the group and returns the
@@ -263,28 +330,38 @@ func TestOneGroupAcrossThreeSidecars(t *testing.T) {
 	produceValues(t, ps[0].kafka, topic, 0, first)
 
 	got := &consumed{seen: map[string]int{}}
-	mctx, stopMembers := context.WithCancel(ctx)
-	defer stopMembers()
-	var wg sync.WaitGroup
-	members := make([]*kgo.Client, 3)
+	var members []member
 	for i, p := range ps {
-		members[i] = runMember(mctx, t, p.kafka, group, topic, got, &wg)
+		members = append(members, member{i, runMember(ctx, t, p.kafka, group, topic, got)})
 	}
+	members = append(members, member{2, runSaramaMember(ctx, t, ps[2].kafka, group, topic, got)})
 	defer func() {
-		stopMembers()
-		wg.Wait()
 		for _, m := range members {
-			if m != nil {
-				m.Close()
+			if m.stop != nil {
+				m.stop()
 			}
 		}
 	}()
 
-	formed := waitFor(t, 60*time.Second, "one group of 3 members over 6 partitions, described alike by every sidecar", func() error {
-		_, err := describeAgrees(ctx, admins, group, topic, partitions, 3)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, p := range ps {
+				if p == nil {
+					continue
+				}
+				for _, l := range strings.Split(p.logText(), "\n") {
+					if strings.Contains(l, "coordination") || strings.Contains(l, "group") {
+						t.Logf("sidecar %d: %s", i, l)
+					}
+				}
+			}
+		}
+	})
+	formed := waitFor(t, 60*time.Second, "one group of 4 members (3 franz-go, 1 sarama) over 6 partitions, described alike by every sidecar", func() error {
+		_, err := describeAgrees(ctx, admins, group, topic, partitions, len(members))
 		return err
 	})
-	t.Logf("group formed across 3 sidecars in %v", formed)
+	t.Logf("group of %d members formed across 3 sidecars in %v", len(members), formed)
 	waitFor(t, 60*time.Second, "every record consumed", func() error {
 		if n := got.count(); n < first {
 			return fmt.Errorf("%d of %d", n, first)
@@ -330,16 +407,20 @@ func TestOneGroupAcrossThreeSidecars(t *testing.T) {
 	if err := ps[owner].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	members[owner].Close() // its app lost its sidecar
-	members[owner] = nil
 	admins[owner] = nil
 	ps[owner] = nil
-
-	recovered := waitFor(t, 90*time.Second, "the group re-formed by the 2 survivors", func() error {
-		_, err := describeAgrees(ctx, admins, group, topic, partitions, 2)
+	for i := range members {
+		if members[i].sidecar == owner { // their app lost its sidecar
+			members[i].stop()
+			members[i].stop = nil
+		}
+	}
+	left := alive(members, ps)
+	recovered := waitFor(t, 90*time.Second, "the group re-formed by the survivors", func() error {
+		_, err := describeAgrees(ctx, admins, group, topic, partitions, left)
 		return err
 	})
-	t.Logf("owner SIGKILL -> group Stable again with 2 members in %v", recovered)
+	t.Logf("owner SIGKILL -> group Stable again with %d members in %v", left, recovered)
 	const second = 1000
 	produceValues(t, ps[survivor].kafka, topic, first, second)
 	waitFor(t, 60*time.Second, "records produced after the kill consumed", func() error {
