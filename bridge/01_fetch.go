@@ -227,7 +227,9 @@ func (r *fetchResponse) Release() {
 	}
 	clear(r.cuts)
 	r.cuts = r.cuts[:0]
-	fetchBufPool.Put(r.buf)
+	if cap(r.buf.B) <= fetchPoolMaxBuf {
+		fetchBufPool.Put(r.buf)
+	}
 	r.buf = nil
 	r.budget.Release(r.held)
 	r.held = 0

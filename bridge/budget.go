@@ -22,6 +22,14 @@ import (
 // reader): it may take the budget past its total, which then makes the
 // next takers wait.
 //
+// Outside is memory the budget does not grant but that exists all the
+// same: request bytes gnet has read off a socket for a connection that is
+// waiting for the budget (gnet cannot stop reading). Fetches, which can
+// always yield, leave it all free (TryUpTo, Acquire). A frame leaves free
+// what is outside besides its own bytes, but never so much that it could
+// not run on an otherwise empty budget: the requests waiting in gnet must
+// not starve the one at the head of the queue.
+//
 // A nil *Budget is unlimited: every method succeeds at once and counts
 // nothing.
 type Budget struct {
@@ -29,6 +37,7 @@ type Budget struct {
 
 	mu      sync.Mutex
 	used    int64
+	outside int64           // see Outside
 	waiters []*BudgetTicket // FIFO; granted ones are removed
 
 	inUse atomic.Int64  // mirror of used for lock-free reads (metrics)
@@ -39,9 +48,20 @@ type Budget struct {
 // BudgetTicket is a queued request for budget bytes.
 type BudgetTicket struct {
 	n       int64
+	own     int64 // the taker's own bytes counted in Outside (Queue)
 	granted atomic.Bool
 	notify  func()        // Queue: called once granted (outside the lock)
-	ch      chan struct{} // Acquire: closed once granted
+	ch      chan struct{} // Acquire: closed once granted (leaves Outside free)
+}
+
+// roomLocked is what a taker of n bytes may take now: the free bytes less
+// Outside for a fetch (yields), less Outside beyond its own bytes (and at
+// most total-n) for a frame.
+func (b *Budget) roomLocked(n, own int64, yields bool) int64 {
+	if yields {
+		return b.total - b.used - b.outside
+	}
+	return b.total - b.used - min(max(b.outside-own, 0), b.total-n)
 }
 
 // Granted reports whether the ticket's bytes are now held by its owner.
@@ -107,8 +127,24 @@ func (b *Budget) addLocked(n int64) {
 }
 
 // fitsLocked: n more bytes fit, and nobody queued earlier is waiting.
-func (b *Budget) fitsLocked(n int64) bool {
-	return len(b.waiters) == 0 && b.used+n <= b.total
+func (b *Budget) fitsLocked(n, own int64, yields bool) bool {
+	return len(b.waiters) == 0 && n <= b.roomLocked(n, own, yields)
+}
+
+// Outside moves the bytes held outside the budget's grants by delta (see
+// the type's comment).
+func (b *Budget) Outside(delta int64) {
+	if b == nil || delta == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.outside += delta
+	var ready []*BudgetTicket
+	if delta < 0 {
+		ready = b.grantLocked()
+	}
+	b.mu.Unlock()
+	notifyAll(ready)
 }
 
 // TryUpTo takes as many bytes as are free, up to want, without waiting,
@@ -125,7 +161,7 @@ func (b *Budget) TryUpTo(want int64) int64 {
 	if len(b.waiters) > 0 {
 		return 0
 	}
-	n := min(want, b.total-b.used)
+	n := min(want, b.roomLocked(0, 0, true))
 	if n <= 0 {
 		return 0
 	}
@@ -141,7 +177,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 	}
 	n = b.Clamp(n)
 	b.mu.Lock()
-	if b.fitsLocked(n) {
+	if b.fitsLocked(n, 0, true) {
 		b.addLocked(n)
 		b.mu.Unlock()
 		return n, nil
@@ -166,18 +202,22 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 // whose notify runs (on the goroutine that released the bytes, under no
 // budget lock; it must not block) once the bytes are granted. A ticket
 // given up before that must be Cancelled.
-func (b *Budget) Queue(n int64, notify func()) *BudgetTicket {
+//
+// own is how many of the taker's bytes are counted in Outside already (a
+// frame's bytes gnet holds).
+func (b *Budget) Queue(n, own int64, notify func()) *BudgetTicket {
 	if b == nil {
 		return nil
 	}
 	n = b.Clamp(n)
 	b.mu.Lock()
-	if b.fitsLocked(n) {
+	own = min(max(own, 0), n)
+	if b.fitsLocked(n, own, false) {
 		b.addLocked(n)
 		b.mu.Unlock()
 		return nil
 	}
-	t := &BudgetTicket{n: n, notify: notify}
+	t := &BudgetTicket{n: n, own: own, notify: notify}
 	b.waiters = append(b.waiters, t)
 	b.mu.Unlock()
 	b.waits.Add(1)
@@ -237,7 +277,7 @@ func (b *Budget) grantLocked() []*BudgetTicket {
 	var ready []*BudgetTicket
 	for len(b.waiters) > 0 {
 		t := b.waiters[0]
-		if b.used+t.n > b.total {
+		if t.n > b.roomLocked(t.n, t.own, t.ch != nil) {
 			break
 		}
 		b.waiters[0] = nil

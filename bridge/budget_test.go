@@ -18,11 +18,11 @@ func TestBudgetFIFO(t *testing.T) {
 		t.Fatalf("TryUpTo(60) = %d", got)
 	}
 	var bigDone atomic.Bool
-	big := b.Queue(500, func() { bigDone.Store(true) }) // clamped to 100
+	big := b.Queue(500, 0, func() { bigDone.Store(true) }) // clamped to 100
 	if big == nil || big.Bytes() != 100 {
 		t.Fatalf("a request above the total is queued as the total: %+v", big)
 	}
-	if b.TryUpTo(10) != 0 || b.Queue(10, func() {}) == nil {
+	if b.TryUpTo(10) != 0 || b.Queue(10, 0, func() {}) == nil {
 		t.Fatal("a small taker overtook the queued large one")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -48,9 +48,9 @@ func TestBudgetFIFO(t *testing.T) {
 func TestBudgetCancelAndCharge(t *testing.T) {
 	b := bridge.NewBudget(100)
 	b.Charge(90)
-	head := b.Queue(50, func() {})
+	head := b.Queue(50, 0, func() {})
 	var next atomic.Bool
-	if b.Queue(5, func() { next.Store(true) }) == nil {
+	if b.Queue(5, 0, func() { next.Store(true) }) == nil {
 		t.Fatal("queued behind the head")
 	}
 	if b.Cancel(head) {
@@ -64,7 +64,33 @@ func TestBudgetCancelAndCharge(t *testing.T) {
 		t.Fatalf("charge past the total: in use %d", b.InUse())
 	}
 	var nilB *bridge.Budget
-	if nilB.TryUpTo(7) != 7 || nilB.Queue(7, nil) != nil {
+	if nilB.TryUpTo(7) != 7 || nilB.Queue(7, 0, nil) != nil {
 		t.Fatal("a nil budget is unlimited")
+	}
+}
+
+// TestBudgetOutside: fetches leave Outside free; a frame leaves free what
+// is outside besides its own bytes, but still runs on an empty budget
+// however much waits outside (no starvation).
+func TestBudgetOutside(t *testing.T) {
+	b := bridge.NewBudget(100)
+	b.Outside(60)
+	if got := b.TryUpTo(100); got != 40 {
+		t.Fatalf("fetch beside 60 outside took %d, want 40", got)
+	}
+	b.Release(40)
+	b.Charge(20)
+	var granted atomic.Bool
+	if b.Queue(50, 0, func() { granted.Store(true) }) == nil {
+		t.Fatal("a 50-byte frame fit in 80 free beside 60 others' bytes outside")
+	}
+	b.Outside(-60) // those requests were read
+	if !granted.Load() {
+		t.Fatal("the frame was not granted once the bytes outside went")
+	}
+	b2 := bridge.NewBudget(100)
+	b2.Outside(1000) // far more waiting in gnet than the whole budget
+	if b2.Queue(80, 0, func() {}) != nil {
+		t.Fatal("a frame on an empty budget must run whatever waits outside")
 	}
 }

@@ -567,3 +567,8 @@ func appendLegacyBytes(dst, b []byte) []byte {
 // fetchBufPool holds the record bytes of Fetch responses; fetchResponse
 // returns its buffer once encoded.
 var fetchBufPool bytebufferpool.Pool
+
+// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
+// larger ones go to the collector, so idle pooled buffers do not hold
+// memory outside the budget that a burst of large fetches grew.
+const fetchPoolMaxBuf = 4 << 20

@@ -138,8 +138,10 @@ type LimitsConfig struct {
 	// answer what fits (or wait up to their max_wait): backpressure, never
 	// an error. A produce frame draws twice its size (the frame and its
 	// Iggy copy). GOMEMLIMIT is set from it (see docs/OPERATIONS.md). 0
-	// derives it: 3/4 of the cgroup memory limit (cgroup v2 memory.max, v1
-	// memory.limit_in_bytes) when there is one, else 1073741824 (1 GiB).
+	// derives it from the cgroup memory limit (cgroup v2 memory.max, v1
+	// memory.limit_in_bytes) when there is one: the limit less a quarter,
+	// at least 64 MiB, at most half (256 MiB gives 192 MiB); else
+	// 1073741824 (1 GiB).
 	// At least 4194304, and not below limits.max_frame_bytes (whose
 	// default is lowered to the budget when larger). Default 0.
 	MemoryBytes int64 `koanf:"memory_bytes"`

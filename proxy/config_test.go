@@ -93,7 +93,7 @@ func TestMemoryBudgetConfig(t *testing.T) {
 	cfg := DefaultConfig()
 	res, source := cfg.Resolved()
 	if lim, ok := CgroupMemoryLimit(); ok {
-		if source != "cgroup" || res.Limits.MemoryBytes != max(lim/4*3, minMemoryBytes) {
+		if source != "cgroup" || res.Limits.MemoryBytes != BudgetForLimit(lim) {
 			t.Fatalf("cgroup limit %d: budget %d from %s", lim, res.Limits.MemoryBytes, source)
 		}
 	} else if source != "default" || res.Limits.MemoryBytes != DefaultMemoryBytes {
@@ -113,6 +113,14 @@ func TestMemoryBudgetConfig(t *testing.T) {
 	cfg.Limits.MemoryBytes = 1 << 20
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "limits.memory_bytes") {
 		t.Fatalf("budget below the minimum: %v", err)
+	}
+}
+
+func TestBudgetForLimit(t *testing.T) {
+	for limit, want := range map[int64]int64{256 << 20: 192 << 20, 128 << 20: 64 << 20, 64 << 20: 32 << 20, 1 << 30: 768 << 20, 4 << 20: 4 << 20} {
+		if got := BudgetForLimit(limit); got != want {
+			t.Errorf("BudgetForLimit(%d MiB) = %d MiB, want %d MiB", limit>>20, got>>20, want>>20)
+		}
 	}
 }
 

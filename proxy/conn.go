@@ -104,6 +104,9 @@ type conn struct {
 	// waits for it.
 	held   int64
 	ticket *bridge.BudgetTicket
+	// inHeld is what gnet held of the input when OnTraffic last returned,
+	// counted as the budget's Outside (settleInbound).
+	inHeld int64
 	// closing: the client closed the connection and takeLeftovers is
 	// queueing the requests left in its input. Event-loop only.
 	closing bool

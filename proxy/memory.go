@@ -37,8 +37,22 @@ func readMemoryLimit(path string) (int64, bool) {
 	return n, true
 }
 
-// Resolved returns c with limits.memory_bytes derived when 0 (3/4 of the
-// cgroup memory limit, else DefaultMemoryBytes), and limits.max_frame_bytes
+// cgroupReserve is the least of a container's memory limit left to the
+// runtime when the budget is derived from it (64 MiB: an idle sidecar's
+// RSS, goroutine stacks and gnet's buffers of many connections, garbage
+// not yet collected; see docs/OPERATIONS.md "Memory").
+const cgroupReserve = 64 << 20
+
+// BudgetForLimit is the memory budget derived from a container memory
+// limit of limit bytes: the limit less a quarter of it, at least 64 MiB,
+// but never less than half the limit (and never below 4 MiB). 256 MiB gives
+// 192 MiB, 128 MiB gives 64 MiB, 1 GiB gives 768 MiB.
+func BudgetForLimit(limit int64) int64 {
+	return max(limit-max(limit/4, cgroupReserve), limit/2, minMemoryBytes)
+}
+
+// Resolved returns c with limits.memory_bytes derived when 0
+// (BudgetForLimit of the cgroup memory limit, else DefaultMemoryBytes), and limits.max_frame_bytes
 // lowered to the budget when it is left at its default and the budget is
 // smaller (a frame must fit the budget). source says where the budget came
 // from: "config", "cgroup" or "default".
@@ -47,7 +61,7 @@ func (c Config) Resolved() (out Config, source string) {
 	source = "config"
 	if l.MemoryBytes == 0 {
 		if n, ok := CgroupMemoryLimit(); ok {
-			l.MemoryBytes, source = max(n/4*3, minMemoryBytes), "cgroup"
+			l.MemoryBytes, source = BudgetForLimit(n), "cgroup"
 		} else {
 			l.MemoryBytes, source = DefaultMemoryBytes, "default"
 		}

@@ -470,6 +470,8 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	s.dropReservation(cs)
 	s.budget.Release(cs.outHeld.Swap(0))
+	s.budget.Outside(-cs.inHeld)
+	cs.inHeld = 0
 	if cs.parked != nil && finishing {
 		// The parked job heads this connection's queue: run it, and what
 		// is queued behind it, off the pool (serveOne skips all but the
@@ -612,6 +614,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 	now := time.Now()
 	cs.touch(now)
 	s.settleOutbound(c, cs)
+	defer s.settleInbound(c, cs)
 	if cs.parked != nil {
 		if !s.pool.submit(cs.parked, cs) {
 			return s.paused(c, cs)
@@ -1016,7 +1019,7 @@ func (s *Server) reserveFrame(c gnet.Conn, cs *conn, size int) int {
 		}
 	}
 	charge = max(s.budget.Clamp(charge), 1)
-	if t := s.budget.Queue(charge, cs.wake); t != nil {
+	if t := s.budget.Queue(charge, int64(c.InboundBuffered()), cs.wake); t != nil {
 		cs.ticket = t
 		return reserveWait
 	}
@@ -1047,6 +1050,19 @@ func (s *Server) settleOutbound(c gnet.Conn, cs *conn) {
 		s.budget.Charge(n - prev)
 	case n < prev:
 		s.budget.Release(prev - n)
+	}
+}
+
+// settleInbound keeps the budget's Outside account of the request bytes
+// gnet holds for cs equal to what it holds now. Event-loop only.
+func (s *Server) settleInbound(c gnet.Conn, cs *conn) {
+	if s.budget == nil {
+		return
+	}
+	n := int64(c.InboundBuffered())
+	if d := n - cs.inHeld; d != 0 {
+		s.budget.Outside(d)
+		cs.inHeld = n
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 // goMemLimit is the Go runtime's soft memory limit for a memory budget of
 // budget bytes: the budget plus 1/8 for the runtime's own use (goroutine
 // stacks, gnet's per-connection buffers, caches, garbage not yet
-// collected). With a budget derived from a cgroup limit (3/4 of it) that
-// is about 0.84 of the limit, leaving the rest before an OOM kill.
+// collected). With a budget derived from a 256 MiB cgroup limit (192 MiB)
+// that is 216 MiB, leaving the rest before an OOM kill.
 func goMemLimit(budget int64) int64 { return budget + budget/8 }
 
 // applyGoMemLimit sets the runtime's memory limit from the budget unless
@@ -65,6 +66,9 @@ func returnAfterBursts(ctx context.Context, b *bridge.Budget, log zerolog.Logger
 		case high && use < total/8:
 			quiet++
 			if quiet >= memQuietChecks {
+				// Two collections: pooled buffers survive the first
+				// (sync.Pool's victim cache), not the second.
+				runtime.GC()
 				debug.FreeOSMemory()
 				high, quiet = false, 0
 				log.Debug().Int64("budget_in_use", use).Msg("burst over: heap returned to the OS")
