@@ -112,15 +112,6 @@ func (b *Bridge) produceAPI() API {
 	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, ErrorCodes: errorCodes(produceErrorCodes)}
 }
 
-// produceErrorCodes walks a Produce response for the metrics.
-func produceErrorCodes(r *kmsg.ProduceResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).produceAPI) }
 
 // produceSend is one partition's mapped messages waiting to be sent.
@@ -365,4 +356,13 @@ func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
 	}
 	s.rp.BaseOffset = base
 	p.b.notify.wake(s.topic, s.partition)
+}
+
+// produceErrorCodes walks a Produce response for the metrics.
+func produceErrorCodes(r *kmsg.ProduceResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }

@@ -123,26 +123,6 @@ func (b *Bridge) fetchAPI() API {
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, ErrorCodes: fetchErrorCodes}
 }
 
-// fetchErrorCodes walks a Fetch response (the handler's fetchResponse or
-// a plain one) for the metrics.
-func fetchErrorCodes(resp kmsg.Response, f func(int16)) {
-	var r *kmsg.FetchResponse
-	switch v := resp.(type) {
-	case *fetchResponse:
-		r = v.FetchResponse
-	case *kmsg.FetchResponse:
-		r = v
-	default:
-		return
-	}
-	f(r.ErrorCode)
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).fetchAPI) }
 
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
@@ -930,4 +910,24 @@ func (c *partCache) setLogStart(k partKey, ls int64) {
 
 func (c *partCache) setAvg(k partKey, avg int) {
 	c.update(k, func(s *partState) { s.avg = avg })
+}
+
+// fetchErrorCodes walks a Fetch response (the handler's fetchResponse or
+// a plain one) for the metrics.
+func fetchErrorCodes(resp kmsg.Response, f func(int16)) {
+	var r *kmsg.FetchResponse
+	switch v := resp.(type) {
+	case *fetchResponse:
+		r = v.FetchResponse
+	case *kmsg.FetchResponse:
+		r = v
+	default:
+		return
+	}
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }

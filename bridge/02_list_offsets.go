@@ -93,15 +93,6 @@ func (b *Bridge) listOffsetsAPI() API {
 	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle, ErrorCodes: errorCodes(listOffsetsErrorCodes)}
 }
 
-// listOffsetsErrorCodes walks a ListOffsets response for the metrics.
-func listOffsetsErrorCodes(r *kmsg.ListOffsetsResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).listOffsetsAPI) }
 
 func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -304,4 +295,13 @@ func (l *lister) kafkaTimestamp(m *icodec.Message) int64 {
 		return int64(m.Timestamp / 1000)
 	}
 	return ts
+}
+
+// listOffsetsErrorCodes walks a ListOffsets response for the metrics.
+func listOffsetsErrorCodes(r *kmsg.ListOffsetsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }

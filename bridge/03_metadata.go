@@ -39,14 +39,6 @@ func (b *Bridge) metadataAPI() API {
 	return API{Key: 3, Name: "Metadata", MinVersion: 0, MaxVersion: 13, Handle: b.handleMetadata, ErrorCodes: errorCodes(metadataErrorCodes)}
 }
 
-// metadataErrorCodes walks a Metadata response for the metrics.
-func metadataErrorCodes(r *kmsg.MetadataResponse, f func(int16)) {
-	f(r.ErrorCode)
-	for _, t := range r.Topics {
-		f(t.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).metadataAPI) }
 
 func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -157,4 +149,12 @@ func (b *Bridge) selfLed(node, p int32) kmsg.MetadataResponseTopicPartition {
 	rp.Replicas = []int32{node}
 	rp.ISR = []int32{node}
 	return rp
+}
+
+// metadataErrorCodes walks a Metadata response for the metrics.
+func metadataErrorCodes(r *kmsg.MetadataResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }

@@ -66,15 +66,6 @@ func (b *Bridge) offsetCommitAPI() API {
 	return API{Key: 8, Name: "OffsetCommit", MinVersion: 0, MaxVersion: 10, Handle: c.handle, Completes: true, ErrorCodes: errorCodes(offsetCommitErrorCodes)}
 }
 
-// offsetCommitErrorCodes walks a OffsetCommit response for the metrics.
-func offsetCommitErrorCodes(r *kmsg.OffsetCommitResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).offsetCommitAPI) }
 
 // commitWrite is one partition to write.
@@ -200,6 +191,15 @@ func setCommitCodes(resp *kmsg.OffsetCommitResponse, code int16) {
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			resp.Topics[i].Partitions[j].ErrorCode = code
+		}
+	}
+}
+
+// offsetCommitErrorCodes walks a OffsetCommit response for the metrics.
+func offsetCommitErrorCodes(r *kmsg.OffsetCommitResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
 		}
 	}
 }

@@ -66,24 +66,6 @@ func (b *Bridge) offsetFetchAPI() API {
 	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle, ErrorCodes: errorCodes(offsetFetchErrorCodes)}
 }
 
-// offsetFetchErrorCodes walks a OffsetFetch response for the metrics.
-func offsetFetchErrorCodes(r *kmsg.OffsetFetchResponse, f func(int16)) {
-	f(r.ErrorCode)
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-	for _, g := range r.Groups {
-		f(g.ErrorCode)
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				f(p.ErrorCode)
-			}
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).offsetFetchAPI) }
 
 // fetchWant is one requested topic.
@@ -312,4 +294,22 @@ func (f *offsetFetcher) readFailed(ctx context.Context, rq *Request, err error, 
 	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
 		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
 	return code
+}
+
+// offsetFetchErrorCodes walks a OffsetFetch response for the metrics.
+func offsetFetchErrorCodes(r *kmsg.OffsetFetchResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				f(p.ErrorCode)
+			}
+		}
+	}
 }

@@ -40,14 +40,6 @@ func (b *Bridge) findCoordinatorAPI() API {
 	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator, ErrorCodes: errorCodes(findCoordinatorErrorCodes)}
 }
 
-// findCoordinatorErrorCodes walks a FindCoordinator response for the metrics.
-func findCoordinatorErrorCodes(r *kmsg.FindCoordinatorResponse, f func(int16)) {
-	f(r.ErrorCode)
-	for _, c := range r.Coordinators {
-		f(c.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).findCoordinatorAPI) }
 
 func (b *Bridge) handleFindCoordinator(_ context.Context, rq *Request) (kmsg.Response, error) {
@@ -95,4 +87,12 @@ func coordinatorAnswer(keyType int8) (int16, string) {
 		return kerr.UnsupportedVersion.Code, "transactions are not supported by this gateway"
 	}
 	return kerr.InvalidRequest.Code, "coordinator key type not served by this gateway"
+}
+
+// findCoordinatorErrorCodes walks a FindCoordinator response for the metrics.
+func findCoordinatorErrorCodes(r *kmsg.FindCoordinatorResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, c := range r.Coordinators {
+		f(c.ErrorCode)
+	}
 }

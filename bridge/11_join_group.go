@@ -56,11 +56,6 @@ func (b *Bridge) joinGroupAPI() API {
 	return API{Key: 11, Name: "JoinGroup", MinVersion: 0, MaxVersion: 9, Handle: b.handleJoinGroup, ErrorCodes: errorCodes(joinGroupErrorCodes), Group: true}
 }
 
-// joinGroupErrorCodes walks a JoinGroup response for the metrics.
-func joinGroupErrorCodes(r *kmsg.JoinGroupResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).joinGroupAPI) }
 
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -131,4 +126,9 @@ func clientHost(remote string) string {
 		return "/" + host
 	}
 	return "/" + remote
+}
+
+// joinGroupErrorCodes walks a JoinGroup response for the metrics.
+func joinGroupErrorCodes(r *kmsg.JoinGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

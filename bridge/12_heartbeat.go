@@ -25,11 +25,6 @@ func (b *Bridge) heartbeatAPI() API {
 	return API{Key: 12, Name: "Heartbeat", MinVersion: 0, MaxVersion: 4, Handle: b.handleHeartbeat, ErrorCodes: errorCodes(heartbeatErrorCodes), Group: true}
 }
 
-// heartbeatErrorCodes walks a Heartbeat response for the metrics.
-func heartbeatErrorCodes(r *kmsg.HeartbeatResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).heartbeatAPI) }
 
 func (b *Bridge) handleHeartbeat(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -37,4 +32,9 @@ func (b *Bridge) handleHeartbeat(ctx context.Context, rq *Request) (kmsg.Respons
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	resp.ErrorCode = b.groups.Heartbeat(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation)
 	return resp, nil
+}
+
+// heartbeatErrorCodes walks a Heartbeat response for the metrics.
+func heartbeatErrorCodes(r *kmsg.HeartbeatResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

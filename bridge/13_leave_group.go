@@ -31,14 +31,6 @@ func (b *Bridge) leaveGroupAPI() API {
 	return API{Key: 13, Name: "LeaveGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleLeaveGroup, Completes: true, ErrorCodes: errorCodes(leaveGroupErrorCodes), Group: true}
 }
 
-// leaveGroupErrorCodes walks a LeaveGroup response for the metrics.
-func leaveGroupErrorCodes(r *kmsg.LeaveGroupResponse, f func(int16)) {
-	f(r.ErrorCode)
-	for _, m := range r.Members {
-		f(m.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).leaveGroupAPI) }
 
 func (b *Bridge) handleLeaveGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -77,4 +69,12 @@ func (b *Bridge) handleLeaveGroup(ctx context.Context, rq *Request) (kmsg.Respon
 		m.ErrorCode = codes[i]
 	}
 	return resp, nil
+}
+
+// leaveGroupErrorCodes walks a LeaveGroup response for the metrics.
+func leaveGroupErrorCodes(r *kmsg.LeaveGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, m := range r.Members {
+		f(m.ErrorCode)
+	}
 }

@@ -37,11 +37,6 @@ func (b *Bridge) syncGroupAPI() API {
 	return API{Key: 14, Name: "SyncGroup", MinVersion: 0, MaxVersion: 5, Handle: b.handleSyncGroup, ErrorCodes: errorCodes(syncGroupErrorCodes), Group: true}
 }
 
-// syncGroupErrorCodes walks a SyncGroup response for the metrics.
-func syncGroupErrorCodes(r *kmsg.SyncGroupResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).syncGroupAPI) }
 
 func (b *Bridge) handleSyncGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -77,4 +72,9 @@ func (b *Bridge) handleSyncGroup(ctx context.Context, rq *Request) (kmsg.Respons
 		resp.Protocol = &pn
 	}
 	return resp, nil
+}
+
+// syncGroupErrorCodes walks a SyncGroup response for the metrics.
+func syncGroupErrorCodes(r *kmsg.SyncGroupResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

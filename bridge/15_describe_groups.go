@@ -40,13 +40,6 @@ func (b *Bridge) describeGroupsAPI() API {
 	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups, ErrorCodes: errorCodes(describeGroupsErrorCodes)}
 }
 
-// describeGroupsErrorCodes walks a DescribeGroups response for the metrics.
-func describeGroupsErrorCodes(r *kmsg.DescribeGroupsResponse, f func(int16)) {
-	for _, g := range r.Groups {
-		f(g.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).describeGroupsAPI) }
 
 func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -110,4 +103,11 @@ func nonNilBytes(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// describeGroupsErrorCodes walks a DescribeGroups response for the metrics.
+func describeGroupsErrorCodes(r *kmsg.DescribeGroupsResponse, f func(int16)) {
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+	}
 }

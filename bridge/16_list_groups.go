@@ -32,11 +32,6 @@ func (b *Bridge) listGroupsAPI() API {
 	return API{Key: 16, Name: "ListGroups", MinVersion: 0, MaxVersion: 5, Handle: b.handleListGroups, ErrorCodes: errorCodes(listGroupsErrorCodes)}
 }
 
-// listGroupsErrorCodes walks a ListGroups response for the metrics.
-func listGroupsErrorCodes(r *kmsg.ListGroupsResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).listGroupsAPI) }
 
 func (b *Bridge) handleListGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -80,4 +75,9 @@ func containsFoldTrim(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// listGroupsErrorCodes walks a ListGroups response for the metrics.
+func listGroupsErrorCodes(r *kmsg.ListGroupsResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

@@ -113,11 +113,6 @@ func handleApiVersions(ctx context.Context, t *Table, identity func(context.Cont
 	return resp, nil
 }
 
-// apiVersionsErrorCodes walks a ApiVersions response for the metrics.
-func apiVersionsErrorCodes(r *kmsg.ApiVersionsResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 // UnsupportedApiVersionsResponse is the KIP-511 answer to an ApiVersions
 // request at a version we do not serve: a v0 response with
 // UNSUPPORTED_VERSION (35) listing only ApiVersions' own range
@@ -130,4 +125,9 @@ func UnsupportedApiVersionsResponse(minVersion, maxVersion int16) *kmsg.ApiVersi
 	k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, minVersion, maxVersion
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
 	return resp
+}
+
+// apiVersionsErrorCodes walks a ApiVersions response for the metrics.
+func apiVersionsErrorCodes(r *kmsg.ApiVersionsResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

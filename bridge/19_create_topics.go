@@ -70,13 +70,6 @@ func (b *Bridge) createTopicsAPI() API {
 	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, Completes: true, ErrorCodes: errorCodes(createTopicsErrorCodes)}
 }
 
-// createTopicsErrorCodes walks a CreateTopics response for the metrics.
-func createTopicsErrorCodes(r *kmsg.CreateTopicsResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		f(t.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).createTopicsAPI) }
 
 func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -295,4 +288,11 @@ func (c *collisionCheck) created(name string) {
 		c.byNorm = map[string]string{}
 	}
 	c.byNorm[normalizeTopicName(name)] = name
+}
+
+// createTopicsErrorCodes walks a CreateTopics response for the metrics.
+func createTopicsErrorCodes(r *kmsg.CreateTopicsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }

@@ -41,13 +41,6 @@ func (b *Bridge) deleteTopicsAPI() API {
 	return API{Key: 20, Name: "DeleteTopics", MinVersion: 0, MaxVersion: 6, Handle: b.handleDeleteTopics, Completes: true, ErrorCodes: errorCodes(deleteTopicsErrorCodes)}
 }
 
-// deleteTopicsErrorCodes walks a DeleteTopics response for the metrics.
-func deleteTopicsErrorCodes(r *kmsg.DeleteTopicsResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		f(t.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).deleteTopicsAPI) }
 
 func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -165,4 +158,11 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 	}
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Msg("deleted topic")
 	return id, 0, ""
+}
+
+// deleteTopicsErrorCodes walks a DeleteTopics response for the metrics.
+func deleteTopicsErrorCodes(r *kmsg.DeleteTopicsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
+	}
 }

@@ -30,11 +30,6 @@ func (b *Bridge) initProducerIDAPI() API {
 	return API{Key: 22, Name: "InitProducerId", MinVersion: 0, MaxVersion: 5, Handle: b.handleInitProducerID, ErrorCodes: errorCodes(initProducerIDErrorCodes)}
 }
 
-// initProducerIDErrorCodes walks a InitProducerID response for the metrics.
-func initProducerIDErrorCodes(r *kmsg.InitProducerIDResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).initProducerIDAPI) }
 
 func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Response, error) {
@@ -50,4 +45,9 @@ func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Resp
 	resp.ProducerID = b.pids.alloc.next()
 	resp.ProducerEpoch = 0
 	return resp, nil
+}
+
+// initProducerIDErrorCodes walks a InitProducerID response for the metrics.
+func initProducerIDErrorCodes(r *kmsg.InitProducerIDResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

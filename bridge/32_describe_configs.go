@@ -57,13 +57,6 @@ func (b *Bridge) describeConfigsAPI() API {
 	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs, ErrorCodes: errorCodes(describeConfigsErrorCodes)}
 }
 
-// describeConfigsErrorCodes walks a DescribeConfigs response for the metrics.
-func describeConfigsErrorCodes(r *kmsg.DescribeConfigsResponse, f func(int16)) {
-	for _, res := range r.Resources {
-		f(res.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).describeConfigsAPI) }
 
 func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -151,4 +144,11 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 		return brokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
+}
+
+// describeConfigsErrorCodes walks a DescribeConfigs response for the metrics.
+func describeConfigsErrorCodes(r *kmsg.DescribeConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }

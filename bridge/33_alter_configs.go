@@ -49,35 +49,38 @@ func (b *Bridge) alterConfigsAPI() API {
 	return API{Key: 33, Name: "AlterConfigs", MinVersion: 0, MaxVersion: 2, Handle: b.handleAlterConfigs, Completes: true, ErrorCodes: errorCodes(alterConfigsErrorCodes)}
 }
 
-// alterConfigsErrorCodes walks a AlterConfigs response for the metrics.
-func alterConfigsErrorCodes(r *kmsg.AlterConfigsResponse, f func(int16)) {
-	for _, res := range r.Resources {
-		f(res.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).alterConfigsAPI) }
 
 func (b *Bridge) handleAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 
-	keys := make([]resourceKey, len(req.Resources))
-	for i := range req.Resources {
-		keys[i] = resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
-	}
-	outcomes := b.alterResources(ctx, keys, func(i int) []alterOp {
-		ops := make([]alterOp, 0, len(req.Resources[i].Configs))
-		for _, c := range req.Resources[i].Configs {
-			ops = append(ops, alterOp{name: c.Name, op: kmsg.IncrementalAlterConfigOpSet, value: c.Value})
+	// AlterConfigs is IncrementalAlterConfigs with every config a SET and
+	// the configs left out reset (replace).
+	inc := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	inc.ValidateOnly = req.ValidateOnly
+	for _, res := range req.Resources {
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = res.ResourceType, res.ResourceName
+		for _, c := range res.Configs {
+			ic := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			ic.Name, ic.Op, ic.Value = c.Name, kmsg.IncrementalAlterConfigOpSet, c.Value
+			ir.Configs = append(ir.Configs, ic)
 		}
-		return ops
-	}, true, req.ValidateOnly)
-	for i, o := range outcomes {
+		inc.Resources = append(inc.Resources, ir)
+	}
+	for i, o := range b.alterResources(ctx, inc, true) {
 		r := kmsg.NewAlterConfigsResponseResource()
-		r.ResourceType, r.ResourceName = keys[i].typ, keys[i].name
+		r.ResourceType, r.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		r.ErrorCode, r.ErrorMessage = o.code, o.msg
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// alterConfigsErrorCodes walks a AlterConfigs response for the metrics.
+func alterConfigsErrorCodes(r *kmsg.AlterConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }

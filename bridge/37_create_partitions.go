@@ -45,13 +45,6 @@ func (b *Bridge) createPartitionsAPI() API {
 	return API{Key: 37, Name: "CreatePartitions", MinVersion: 0, MaxVersion: 3, Handle: b.handleCreatePartitions, Completes: true, ErrorCodes: errorCodes(createPartitionsErrorCodes)}
 }
 
-// createPartitionsErrorCodes walks a CreatePartitions response for the metrics.
-func createPartitionsErrorCodes(r *kmsg.CreatePartitionsResponse, f func(int16)) {
-	for _, t := range r.Topics {
-		f(t.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).createPartitionsAPI) }
 
 func (b *Bridge) handleCreatePartitions(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -171,5 +164,12 @@ func (b *Bridge) rescaleTopicSize(ctx context.Context, ref iggy.TopicRef, info *
 	if err != nil {
 		b.log.Warn().Err(err).Str("topic", ref.Topic).Uint32("iggy_code", iggyCode(err)).Uint64("max_topic_size", next).
 			Msg("create partitions: scaling max_topic_size failed; retention.bytes now reads lower")
+	}
+}
+
+// createPartitionsErrorCodes walks a CreatePartitions response for the metrics.
+func createPartitionsErrorCodes(r *kmsg.CreatePartitionsResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		f(t.ErrorCode)
 	}
 }

@@ -35,13 +35,6 @@ func (b *Bridge) deleteGroupsAPI() API {
 	return API{Key: 42, Name: "DeleteGroups", MinVersion: 0, MaxVersion: 3, Handle: b.handleDeleteGroups, Completes: true, ErrorCodes: errorCodes(deleteGroupsErrorCodes), Group: true}
 }
 
-// deleteGroupsErrorCodes walks a DeleteGroups response for the metrics.
-func deleteGroupsErrorCodes(r *kmsg.DeleteGroupsResponse, f func(int16)) {
-	for _, g := range r.Groups {
-		f(g.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).deleteGroupsAPI) }
 
 func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -59,4 +52,11 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 		}
 	}
 	return resp, nil
+}
+
+// deleteGroupsErrorCodes walks a DeleteGroups response for the metrics.
+func deleteGroupsErrorCodes(r *kmsg.DeleteGroupsResponse, f func(int16)) {
+	for _, g := range r.Groups {
+		f(g.ErrorCode)
+	}
 }

@@ -36,35 +36,24 @@ func (b *Bridge) incrementalAlterConfigsAPI() API {
 	return API{Key: 44, Name: "IncrementalAlterConfigs", MinVersion: 0, MaxVersion: 1, Handle: b.handleIncrementalAlterConfigs, Completes: true, ErrorCodes: errorCodes(incrementalAlterConfigsErrorCodes)}
 }
 
-// incrementalAlterConfigsErrorCodes walks a IncrementalAlterConfigs response for the metrics.
-func incrementalAlterConfigsErrorCodes(r *kmsg.IncrementalAlterConfigsResponse, f func(int16)) {
-	for _, res := range r.Resources {
-		f(res.ErrorCode)
-	}
-}
-
 func init() { registerAPI((*Bridge).incrementalAlterConfigsAPI) }
 
 func (b *Bridge) handleIncrementalAlterConfigs(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 
-	keys := make([]resourceKey, len(req.Resources))
-	for i := range req.Resources {
-		keys[i] = resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
-	}
-	outcomes := b.alterResources(ctx, keys, func(i int) []alterOp {
-		ops := make([]alterOp, 0, len(req.Resources[i].Configs))
-		for _, c := range req.Resources[i].Configs {
-			ops = append(ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
-		}
-		return ops
-	}, false, req.ValidateOnly)
-	for i, o := range outcomes {
+	for i, o := range b.alterResources(ctx, req, false) {
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
-		r.ResourceType, r.ResourceName = keys[i].typ, keys[i].name
+		r.ResourceType, r.ResourceName = req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		r.ErrorCode, r.ErrorMessage = o.code, o.msg
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// incrementalAlterConfigsErrorCodes walks a IncrementalAlterConfigs response for the metrics.
+func incrementalAlterConfigsErrorCodes(r *kmsg.IncrementalAlterConfigsResponse, f func(int16)) {
+	for _, res := range r.Resources {
+		f(res.ErrorCode)
+	}
 }

@@ -37,16 +37,6 @@ func (b *Bridge) offsetDeleteAPI() API {
 	return API{Key: 47, Name: "OffsetDelete", MinVersion: 0, MaxVersion: 0, Handle: b.handleOffsetDelete, Completes: true, ErrorCodes: errorCodes(offsetDeleteErrorCodes)}
 }
 
-// offsetDeleteErrorCodes walks a OffsetDelete response for the metrics.
-func offsetDeleteErrorCodes(r *kmsg.OffsetDeleteResponse, f func(int16)) {
-	f(r.ErrorCode)
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			f(p.ErrorCode)
-		}
-	}
-}
-
 func init() { registerAPI((*Bridge).offsetDeleteAPI) }
 
 // offsetDeletion is one partition whose key is deleted.
@@ -157,4 +147,14 @@ func (b *Bridge) anyOffset(ctx context.Context, group string, dels []offsetDelet
 		}
 	}
 	return false, nil
+}
+
+// offsetDeleteErrorCodes walks a OffsetDelete response for the metrics.
+func offsetDeleteErrorCodes(r *kmsg.OffsetDeleteResponse, f func(int16)) {
+	f(r.ErrorCode)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
 }

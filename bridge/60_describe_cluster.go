@@ -56,11 +56,6 @@ func (b *Bridge) describeClusterAPI() API {
 	return API{Key: 60, Name: "DescribeCluster", MinVersion: 0, MaxVersion: 2, Handle: b.handleDescribeCluster, ErrorCodes: errorCodes(describeClusterErrorCodes)}
 }
 
-// describeClusterErrorCodes walks a DescribeCluster response for the metrics.
-func describeClusterErrorCodes(r *kmsg.DescribeClusterResponse, f func(int16)) {
-	f(r.ErrorCode)
-}
-
 func init() { registerAPI((*Bridge).describeClusterAPI) }
 
 func (b *Bridge) handleDescribeCluster(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -106,4 +101,9 @@ func (b *Bridge) handleDescribeCluster(ctx context.Context, rq *Request) (kmsg.R
 		resp.ClusterAuthorizedOperations = clusterAuthorizedOps
 	}
 	return resp, nil
+}
+
+// describeClusterErrorCodes walks a DescribeCluster response for the metrics.
+func describeClusterErrorCodes(r *kmsg.DescribeClusterResponse, f func(int16)) {
+	f(r.ErrorCode)
 }

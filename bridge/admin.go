@@ -92,11 +92,16 @@ type alterOutcome struct {
 	msg  *string // nil when there is nothing to say
 }
 
-// alterResources answers every resource of an AlterConfigs (replace) or
-// IncrementalAlterConfigs request, in request order: a resource named
-// twice is INVALID_REQUEST, the others go through alterResource with the
-// changes ops(i) gives for resource i.
-func (b *Bridge) alterResources(ctx context.Context, keys []resourceKey, ops func(i int) []alterOp, replace, validateOnly bool) []alterOutcome {
+// alterResources answers every resource of an IncrementalAlterConfigs
+// request, or of an AlterConfigs request put in that form (every config a
+// SET, replace: the configs it leaves out go back to their defaults), in
+// request order: a resource named twice is INVALID_REQUEST, the others go
+// through alterResource.
+func (b *Bridge) alterResources(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest, replace bool) []alterOutcome {
+	keys := make([]resourceKey, len(req.Resources))
+	for i := range req.Resources {
+		keys[i] = resourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
+	}
 	dups := duplicateResources(keys)
 	out := make([]alterOutcome, len(keys))
 	for i, k := range keys {
@@ -104,7 +109,11 @@ func (b *Bridge) alterResources(ctx context.Context, keys []resourceKey, ops fun
 		if dups[k] {
 			out[i].code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		} else {
-			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops(i), replace, validateOnly)
+			ops := make([]alterOp, 0, len(req.Resources[i].Configs))
+			for _, c := range req.Resources[i].Configs {
+				ops = append(ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
+			}
+			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops, replace, req.ValidateOnly)
 		}
 		if msg != "" {
 			out[i].msg = &msg
