@@ -29,9 +29,11 @@ run: build
 test-deps:
 	bash scripts/install-test-deps.sh
 
-## test: install test dependencies, then run every test
+## test: install test dependencies, then run every test; the bridge's stack
+##       tests run a second time on an embedded server of Iggy protocol 0.12
 test: test-deps
 	$(GO) test -count=1 -timeout 20m ./...
+	KAFKA_IGGY_TEST_IGGY_PROTOCOL=0.12 $(GO) test -count=1 -timeout 10m ./bridge/
 
 ## gen: regenerate codec/iggy/*_gen.go from schema/
 gen:

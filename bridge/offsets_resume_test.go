@@ -114,6 +114,7 @@ func TestOffsetsSurviveRestart(t *testing.T) {
 			checkResumed(t, groupConsume(t, s, "keepers", "durable", 8), 0)
 
 			s = s.restart(t, func(o *stackOpts) {
+				o.embedded.Protocol = "0.11" // as offsetsStack
 				o.embedded.ExternalGroups = m.kind3
 				if m.kind3 {
 					o.bridge.Offsets.Mode = "external-group" // see offsetsStack

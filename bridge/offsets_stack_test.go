@@ -26,13 +26,16 @@ import (
 // offsetsStack starts a stack with kind 3 on or off and offsets.mode mode.
 // The embedded server announces protocol 0.11 either way, so auto there
 // picks consumer: with kind 3 on, mode auto is pinned to external-group
-// (the mode a server with kind 3 in its generation gets from auto).
+// (the mode a server with kind 3 in its generation gets from auto). The
+// server is pinned to protocol 0.11 also when KAFKA_IGGY_TEST_IGGY_PROTOCOL
+// says otherwise: these tests are about a 0.11 server's answers.
 func offsetsStack(t *testing.T, kind3 bool, mode string, mods ...func(*stackOpts)) *stack {
 	t.Helper()
 	if kind3 && mode == "auto" {
 		mode = "external-group"
 	}
 	return startStack(t, append([]func(*stackOpts){func(o *stackOpts) {
+		o.embedded.Protocol = "0.11"
 		o.embedded.ExternalGroups = kind3
 		o.bridge.Offsets.Mode = mode
 		o.bridge.Groups.InitialRebalanceDelay = 50 * time.Millisecond
@@ -331,6 +334,7 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 // single consumers and never sends kind 3; on a 0.12 server it uses kind 3.
 func TestOffsetsAutoByProtocol(t *testing.T) {
 	s := startStack(t, func(o *stackOpts) {
+		o.embedded.Protocol = "0.11"
 		o.embedded.ExternalGroups = true
 		o.bridge.Offsets.Mode = "auto"
 	})

@@ -233,6 +233,7 @@ func TestOffsetsCommitZeroSurvivesRestart(t *testing.T) {
 	}
 
 	s = s.restart(t, func(o *stackOpts) {
+		o.embedded.Protocol = "0.11" // as offsetsStack
 		o.bridge.Groups.InitialRebalanceDelay = 50 * time.Millisecond
 		o.bridge.Groups.MinSessionTimeout = time.Second
 		o.embedded.DataDir = dir

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -59,6 +60,11 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	o.embedded.Listen = "127.0.0.1:0"
 	o.proxy.Listener.Address = "127.0.0.1:0"
 	o.client.PoolSize = 2
+	// KAFKA_IGGY_TEST_IGGY_PROTOCOL=0.12 runs the stacks on an embedded server
+	// of protocol 0.12 (make test runs this package a second time so).
+	if p := os.Getenv("KAFKA_IGGY_TEST_IGGY_PROTOCOL"); p != "" {
+		o.embedded.Protocol = p
+	}
 	for _, m := range mods {
 		m(&o)
 	}
