@@ -199,9 +199,11 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		{cmdCrTopic, "no permission", srcPermsTopics + ": create_topic (in-apply gate)", "TOPIC_AUTHORIZATION_FAILED", "reader", replicated(iggy.OperationCreateTopic, encode(&iggy.CreateTopicRequest{StreamID: s0, PartitionsCount: 1, Name: "n"})), result(iggy.StatusUnauthorized)},
 		{cmdDelTopic, "unknown topic", srcResult + ": DeleteTopicResult", "UNKNOWN_TOPIC_OR_PARTITION", "", replicated(iggy.OperationDeleteTopic, encode(&iggy.DeleteTopicRequest{StreamID: s0, TopicID: nameID("nope")})), result(iggy.StatusTopicIDNotFound)},
 		{cmdDelTopic, "unknown stream", srcResult + ": DeleteTopicResult", "UNKNOWN_TOPIC_OR_PARTITION", "", replicated(iggy.OperationDeleteTopic, encode(&iggy.DeleteTopicRequest{StreamID: nameID("nope"), TopicID: t0})), result(iggy.StatusStreamIDNotFound)},
+		{cmdDelTopic, "no permission", srcPermsTopics + ": delete_topic (in-apply gate)", "TOPIC_AUTHORIZATION_FAILED", "reader", replicated(iggy.OperationDeleteTopic, encode(&iggy.DeleteTopicRequest{StreamID: s0, TopicID: t0})), result(iggy.StatusUnauthorized)},
 		{cmdUpdTopic, "unknown topic", srcResult + ": UpdateTopicResult", "", "", replicated(iggy.OperationUpdateTopic, encode(&iggy.UpdateTopicRequest{StreamID: s0, TopicID: nameID("nope"), Name: "nope"})), result(iggy.StatusTopicIDNotFound)},
 		{cmdUpdTopic, "create-only option key", preConsensus + " (validate_option_keys)", "", "", replicated(iggy.OperationUpdateTopic, encode(&iggy.UpdateTopicRequest{StreamID: s0, TopicID: t0, Name: "t", Options: iggy.Options{opt("segment_size", iggy.HeaderKindUint64, u64(1<<20))}})), status(iggy.StatusUnsupportedOptionKey)},
 		{cmdCrParts, "unknown topic", srcResult + ": CreatePartitionsResult", "UNKNOWN_TOPIC_OR_PARTITION", "", replicated(iggy.OperationCreatePartitions, encode(&iggy.CreatePartitionsRequest{StreamID: s0, TopicID: nameID("nope"), PartitionsCount: 1})), result(iggy.StatusTopicIDNotFound)},
+		{cmdCrParts, "no permission", srcPermsTopics + ": manage_topic (in-apply gate)", "TOPIC_AUTHORIZATION_FAILED", "reader", replicated(iggy.OperationCreatePartitions, encode(&iggy.CreatePartitionsRequest{StreamID: s0, TopicID: t0, PartitionsCount: 1})), result(iggy.StatusUnauthorized)},
 		{cmdCrParts, "count 0", preConsensus + " (validate_partitions_change_count)", "", "", replicated(iggy.OperationCreatePartitions, append(encode(&iggy.CreatePartitionsRequest{StreamID: s0, TopicID: t0, PartitionsCount: 1})[:12], 0, 0, 0, 0)), status(iggy.StatusTooManyPartitions)},
 
 		// Messages.
@@ -241,6 +243,7 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		{cmdDelOffset, "nothing stored", srcPartition + ": on_request (ensure_consumer_offset_exists; logs \"rejecting delete_consumer_offset for missing offset\")", "counts as deleted; the zero marker is deleted only when stored", "", replicated(iggy.OperationDeleteConsumerOffset, del(single(42), s0, t0, p0)), status(iggy.StatusConsumerOffsetNotFound)},
 		{cmdDelOffset, "unknown topic", partitionNS, "", "", replicated(iggy.OperationDeleteConsumerOffset, del(single(1), s0, nameID("nope"), p0)), status(iggy.StatusResourceNotFound)},
 		{cmdDelOffset, "consumer kind 3", partitionNS + " (undecodable: WireConsumer)", "pinned external-group: UNKNOWN_SERVER_ERROR", "", replicated(iggy.OperationDeleteConsumerOffset, del(ext, s0, t0, p0)), status(iggy.StatusResourceNotFound)},
+		{cmdDelOffset, "no permission", partitionAuth + " (Permissioner::delete_consumer_offset)", "GROUP_AUTHORIZATION_FAILED", "nobody", replicated(iggy.OperationDeleteConsumerOffset, del(single(5), s0, t0, p0)), status(iggy.StatusUnauthorized)},
 		{cmdDelOffset, "undecodable body", partitionNS, "", "", replicated(iggy.OperationDeleteConsumerOffset, []byte{1, 1}), status(iggy.StatusResourceNotFound)},
 
 		// Consumer groups (offsets.mode external-group only).
@@ -250,6 +253,7 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		{cmdGetGroup, "no permission", readGate + " (Permissioner::get_consumer_group)", "", "nobody", nonRep(iggy.CodeGetConsumerGroup, encode(&iggy.GetConsumerGroupRequest{StreamID: s0, TopicID: t0, GroupID: nameID("g")})), status(iggy.StatusUnauthorized)},
 		{cmdCrGroup, "name exists", srcResult + ": CreateConsumerGroupResult", "counts as created", "", replicated(iggy.OperationCreateConsumerGroup, encode(&iggy.CreateConsumerGroupRequest{StreamID: s0, TopicID: t0, Name: "g"})), result(iggy.StatusConsumerGroupNameAlreadyExists)},
 		{cmdCrGroup, "unknown topic", srcResult + ": CreateConsumerGroupResult", "", "", replicated(iggy.OperationCreateConsumerGroup, encode(&iggy.CreateConsumerGroupRequest{StreamID: s0, TopicID: nameID("nope"), Name: "g"})), result(iggy.StatusTopicIDNotFound)},
+		{cmdCrGroup, "unknown stream", srcResult + ": CreateConsumerGroupResult", "", "", replicated(iggy.OperationCreateConsumerGroup, encode(&iggy.CreateConsumerGroupRequest{StreamID: nameID("nope"), TopicID: t0, Name: "g"})), result(iggy.StatusStreamIDNotFound)},
 		{cmdDelGroup, "unknown group", srcResult + ": DeleteConsumerGroupResult", "counts as deleted", "", replicated(iggy.OperationDeleteConsumerGroup, encode(&iggy.DeleteConsumerGroupRequest{StreamID: s0, TopicID: t0, GroupID: nameID("nope")})), result(iggy.StatusConsumerGroupIDNotFound)},
 		{cmdDelGroup, "unknown topic", srcResult + ": DeleteConsumerGroupResult", "", "", replicated(iggy.OperationDeleteConsumerGroup, encode(&iggy.DeleteConsumerGroupRequest{StreamID: s0, TopicID: nameID("nope"), GroupID: nameID("g")})), result(iggy.StatusTopicIDNotFound)},
 	}
