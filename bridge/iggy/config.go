@@ -77,6 +77,13 @@ type Config struct {
 	// per session connect). The chosen one is logged (iggy_protocol) and
 	// exported as upstream_protocol_info{protocol}. Default "auto".
 	Protocol string `koanf:"protocol"`
+	// FollowLeader: after each login a session asks GET_CLUSTER_METADATA and,
+	// when the cluster lists more than one node and a healthy leader with a
+	// TCP endpoint other than the one it is on, reconnects there (at most 3
+	// hops; a failed hop goes back to the node it came from). Address stays
+	// the bootstrap: a dropped session starts from it again. A one-node
+	// server is never left. Default true.
+	FollowLeader bool `koanf:"follow_leader"`
 	// TLS wraps the connections in TLS.
 	TLS TLSConfig `koanf:"tls"`
 	// PoolSize is the number of persistent sessions (Iggy connections),
@@ -139,6 +146,7 @@ func DefaultConfig() Config {
 	return Config{
 		Username:          DefaultUsername,
 		Protocol:          ProtocolAuto,
+		FollowLeader:      true,
 		Password:          DefaultPassword,
 		PoolSize:          DefaultPoolSize,
 		RequestTimeout:    DefaultRequestTimeout,

@@ -155,7 +155,8 @@ func basic(next func(sc *scriptConn, h icodec.RequestHeader, body []byte) [][]by
 func testConfig(addr string) Config {
 	cfg := DefaultConfig()
 	cfg.Address = addr
-	cfg.Protocol = "0.11" // the scripted server answers 0.11 shapes
+	cfg.Protocol = "0.11"    // the scripted server answers 0.11 shapes
+	cfg.FollowLeader = false // and no GET_CLUSTER_METADATA
 	cfg.PoolSize = 1
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.ConnectTimeout = 2 * time.Second

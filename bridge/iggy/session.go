@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type session struct {
 	connMu  sync.Mutex // guards curConn (Close interrupts through it)
 	curConn net.Conn
 
+	addr     string // the node this session dials: iggy.address, or the leader it followed
 	conn     net.Conn
 	br       *bufio.Reader
 	clientID wire.U128
@@ -101,7 +103,7 @@ func (s *session) run(first chan<- error) {
 		}
 		everUp = true
 		attempt = 0
-		s.log.Info().Uint64("session_id", s.epoch).Str("addr", s.c.cfg.Address).Str("iggy_protocol", s.c.wireProtocol().Label()).Msg("iggy session up")
+		s.log.Info().Uint64("session_id", s.epoch).Str("addr", s.addr).Str("iggy_protocol", s.c.wireProtocol().Label()).Msg("iggy session up")
 		s.c.sessionUp(1)
 		err = s.serve()
 		s.c.sessionUp(-1)
@@ -130,14 +132,87 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 	return half + time.Duration(rand.Int64N(int64(d-half)+1))
 }
 
-// connect dials, wraps TLS and logs in within ConnectTimeout. With
-// iggy.protocol auto a login evicted as IncompatibleProtocol is tried once
-// more, on a new connection, with the generation the server's window
-// accepts.
+// connect dials, wraps TLS and logs in within ConnectTimeout, starting
+// from the configured address, then follows the cluster's leader
+// (iggy.follow_leader).
 func (s *session) connect() error {
 	deadline := time.Now().Add(s.c.cfg.ConnectTimeout)
 	ctx, cancel := context.WithDeadline(s.c.ctx, deadline)
 	defer cancel()
+	s.addr = s.c.cfg.Address
+	if err := s.connectTo(ctx, deadline); err != nil {
+		return err
+	}
+	if s.c.cfg.FollowLeader {
+		return s.followLeader(ctx, deadline)
+	}
+	return nil
+}
+
+// maxLeaderHops bounds the leader redirects of one connect (two nodes that
+// both claim leadership cannot bounce a session for ever).
+const maxLeaderHops = 3
+
+// followLeader moves the session to the cluster's leader when GET_CLUSTER_METADATA
+// names one on another node (the SDKs' leader redirection). Every failure
+// on the way is logged and leaves the session logged in where it was; the
+// error is the one that left it without a connection.
+func (s *session) followLeader(ctx context.Context, deadline time.Time) error {
+	for hop := 0; hop < maxLeaderHops; hop++ {
+		leader, ok := s.leaderElsewhere(deadline)
+		if s.broken != nil {
+			return s.broken
+		}
+		if !ok {
+			return nil
+		}
+		from := s.addr
+		s.log.Info().Str("addr", from).Str("leader_addr", leader).Int("hop", hop+1).Msg("iggy: following the cluster leader")
+		s.teardown()
+		s.addr = leader
+		if err := s.connectTo(ctx, deadline); err != nil {
+			s.log.Warn().Err(err).Str("leader_addr", leader).Str("addr", from).Msg("iggy: cannot reach the cluster leader; staying on the node the session came from")
+			s.teardown()
+			s.addr = from
+			return s.connectTo(ctx, deadline)
+		}
+	}
+	return nil
+}
+
+// leaderElsewhere asks GET_CLUSTER_METADATA for a healthy leader with a TCP
+// endpoint other than the session's node; false on a one-node cluster, no
+// such leader, or any error.
+func (s *session) leaderElsewhere(deadline time.Time) (string, bool) {
+	s.wb = append(s.wb[:0], zeroHeader[:]...)
+	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodeGetClusterMetadata, 0)
+	rb, rep, _, err := s.exchange(deadline, [][]byte{s.wb}, n, "cluster.metadata")
+	if err != nil {
+		s.log.Debug().Err(err).Msg("iggy: cluster metadata unavailable; staying on this node")
+		return "", false
+	}
+	defer s.c.replyPool.Put(rb)
+	var md icodec.GetClusterMetadataResponse
+	if _, err := s.c.wireProtocol().Reply(&md).DecodeFrom(rep.Payload); err != nil || len(md.Nodes) < 2 {
+		return "", false
+	}
+	for _, nd := range md.Nodes {
+		if nd.Role != icodec.NodeRoleLeader || nd.Status != icodec.NodeStatusHealthy || nd.TCPPort == 0 || nd.IP == "" {
+			continue
+		}
+		addr := net.JoinHostPort(nd.IP, strconv.Itoa(int(nd.TCPPort)))
+		if addr == s.addr || s.conn != nil && addr == s.conn.RemoteAddr().String() {
+			return "", false
+		}
+		return addr, true
+	}
+	return "", false
+}
+
+// connectTo dials s.addr and logs in. With iggy.protocol auto a login
+// evicted as IncompatibleProtocol is tried once more, on a new connection,
+// with the generation the server's window accepts.
+func (s *session) connectTo(ctx context.Context, deadline time.Time) error {
 	for attempt := 0; ; attempt++ {
 		if err := s.dial(ctx); err != nil {
 			return err
@@ -169,15 +244,15 @@ func (s *session) connect() error {
 
 // dial opens the TCP (and TLS) connection.
 func (s *session) dial(ctx context.Context) error {
-	conn, err := s.c.dialer.DialContext(ctx, "tcp", s.c.cfg.Address)
+	conn, err := s.c.dialer.DialContext(ctx, "tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("iggy: dial %s: %w", s.c.cfg.Address, err)
+		return fmt.Errorf("iggy: dial %s: %w", s.addr, err)
 	}
 	if s.c.tls != nil {
 		tc := tls.Client(conn, s.c.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = conn.Close()
-			return fmt.Errorf("iggy: TLS handshake with %s: %w", s.c.cfg.Address, err)
+			return fmt.Errorf("iggy: TLS handshake with %s: %w", s.addr, err)
 		}
 		conn = tc
 	}

@@ -270,6 +270,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			Username:          "iggy",
 			Password:          "s3cret-from-env",
 			Protocol:          "auto",
+			FollowLeader:      true,
 			TLS:               iggy.TLSConfig{},
 			PoolSize:          8,
 			RequestTimeout:    5 * time.Second,
