@@ -733,7 +733,11 @@ func (s *session) exchangeLoop(deadline time.Time, segs [][]byte, reqNo uint64) 
 		switch {
 		case errors.As(err, &ev):
 			s.c.replyPool.Put(rb)
-			s.log.Warn().Uint8("reason", uint8(ev.Header.Reason)).Uint32("iggy_code", uint32(ev.Status())).Msg("iggy session evicted")
+			lv := s.log.Warn()
+			if s.negotiating(ev) {
+				lv = s.log.Debug() // connect picks the generation and says so at info
+			}
+			lv.Uint8("reason", uint8(ev.Header.Reason)).Uint32("iggy_code", uint32(ev.Status())).Msg("iggy session evicted")
 			return nil, rep, sent, s.fail(errors.Join(ErrSessionLost, err))
 		case errors.As(err, &de):
 			s.c.replyPool.Put(rb)
@@ -795,10 +799,18 @@ func (s *session) ioError(err error) error {
 
 // fail marks the session broken (the connection is closed at once, so no
 // later reply can be mistaken for another request's) and returns err.
+// negotiating reports whether ev is the expected answer to a login of
+// iggy.protocol auto in a generation the server does not speak (connect
+// then logs in with the one it does).
+func (s *session) negotiating(ev *icodec.EvictionError) bool {
+	return s.c.autoProto && s.epoch == 0 && ev.Header.Reason == icodec.EvictionReasonIncompatibleProtocol
+}
+
 func (s *session) fail(err error) error {
 	if s.broken == nil {
 		s.broken = err
-		if !errors.Is(err, ErrClosed) {
+		var ev *icodec.EvictionError
+		if !errors.Is(err, ErrClosed) && !(errors.As(err, &ev) && s.negotiating(ev)) {
 			s.log.Warn().Err(err).Uint64("session_id", s.epoch).Msg("iggy session broken")
 		}
 		if s.conn != nil {
