@@ -124,6 +124,14 @@ func TestReportRenders(t *testing.T) {
 		&Result{Workload: wIdle, Variant: "200 connections", Target: tSidecar, Records: 200, RSSBefore: 10 << 20, RSSWith: 11 << 20, RSSPerConn: 5000},
 		gnetResult("default", 1, 100, 1000), gnetResult("default", 2, 90, 1000))
 	b.collectVersions()
+	// The report it replaces: its figures become the "before" column.
+	if err := os.MkdirAll(filepath.Join(dir, "bench"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := `{"started":"2026-11-30T18:52:34Z","results":[{"workload":"produce","variant":"acks=1 none","target":"sidecar","records":1000,"bytes":1024000,"mb_per_s":0.5,"server_cpu_s":0.01}]}`
+	if err := os.WriteFile(filepath.Join(dir, "bench", "results.json"), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.writeOutputs(); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +139,8 @@ func TestReportRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Summary", "FAILED: boom \\| bang", "bench/throughput.png", "bench/latency_cdf.png", "bench/gnet.png", "| sidecar → embedded Iggy |"} {
+	for _, want := range []string{"## Summary", "FAILED: boom \\| bang", "bench/throughput.png", "bench/latency_cdf.png", "bench/gnet.png", "| sidecar → embedded Iggy |",
+		"## Before and after", "| produce acks=1 none, sidecar MB/s | 0.5 | 1.0 | 2.05 | outside this run's range |", "## Targets", "## Every run"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("BENCHMARKS.md lacks %q", want)
 		}

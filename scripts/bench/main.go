@@ -403,6 +403,7 @@ type bench struct {
 	versions [][2]string
 	machine  [][2]string
 	loadAvg  [2]string
+	before   *baseline // the report this run replaces (before.go)
 }
 
 // server is one running server the bench talks to.
@@ -852,6 +853,7 @@ func (b *bench) writeOutputs() error {
 	if err != nil {
 		return err
 	}
+	b.loadBaseline()
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}

@@ -220,6 +220,8 @@ func (b *bench) markdown(plots map[string]string) string {
 	b.writeSummary(p)
 	b.writeAB(p)
 	b.writeTargets(p)
+	b.writeBefore(p)
+	b.writeTuning(p)
 
 	p("## Machine, versions, command\n\n| | |\n|---|---|\n")
 	for _, kv := range b.machine {
