@@ -41,11 +41,13 @@ package bridge
 // GET_CONSUMER_GROUP (600) and CREATE_CONSUMER_GROUP (602) once per topic
 // (external-group), STORE_CONSUMER_OFFSET (121), DELETE_CONSUMER_OFFSET
 // (122). Consumer mode: a
-// commit of 0 is a store (marker) and a delete (main key); a commit N > 0
-// is a store, plus a delete of the marker when this process stored it, or
-// a read of it (and a delete only when it is there) on a key's first
-// commit in the process and then at most once a minute; a negative offset
-// clears the marker the same way and deletes the main key.
+// commit of 0 is a store (marker) and a delete of the main key (at once
+// when this process stored it, else a read and a delete only when it is
+// there); a commit N > 0 is a store, plus a delete of the marker when this
+// process stored it, or a read of it (and a delete only when it is there)
+// on a key's first commit in the process and then at most once a minute; a
+// negative offset clears the marker and the main key the same way. No
+// delete of a missing offset is sent blindly (Iggy logs each one).
 
 import (
 	"context"

@@ -120,6 +120,15 @@ func TestCommitsDeleteOnlyStoredMarkers(t *testing.T) {
 	if n := deletes(); n != 3 {
 		t.Fatalf("%d DELETE_CONSUMER_OFFSET after a negative commit, want 3", n)
 	}
+	// A commit of 0 on a key nobody stored: the marker, and no delete of
+	// the absent main key.
+	commit(map[int32]int64{1: 0})
+	if n := deletes(); n != 3 {
+		t.Fatalf("%d DELETE_CONSUMER_OFFSET after commit 0 of an empty key, want 3", n)
+	}
+	if got := iggyKeysOf(t, s, "mg", "markers", 1); got != (iggyKeys{main: -1, marker: true}) {
+		t.Fatalf("Iggy holds %+v, want the marker only", got)
+	}
 	if n := cc.count(missing); n != 0 {
 		t.Fatalf("%d deletes of a missing offset, want 0 (calls %v)", n, cc.snapshot())
 	}

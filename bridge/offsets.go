@@ -33,7 +33,9 @@ package bridge
 //     offset ("rejecting delete_consumer_offset for missing offset"), so
 //     none is sent blindly. A negative commit, OffsetDelete and
 //     DeleteGroups clear the marker the same way (always reading it when
-//     this process did not store it), then delete the main key. Iggy refuses offset 0 on a partition that never had a
+//     this process did not store it), then delete the main key; the main
+//     key (there and for a commit of 0) is deleted at once when this
+//     process stored it, else only when a read finds it. Iggy refuses offset 0 on a partition that never had a
 //     message (4100): there a commit of 0 only deletes the main key and
 //     reads back as -1, which positions a consumer the same way as 0
 //     while the partition stays empty (earliest = latest = 0); records
@@ -261,6 +263,9 @@ func (s *offsetStore) commit(ctx context.Context, mode offsetMode, group string,
 			}
 			err = s.write(ctx, mode, group, ref, partition, offset)
 		}
+		if err == nil {
+			sl.mainStored = true
+		}
 		return s.kind3Refusal(mode, err)
 	})
 }
@@ -282,7 +287,7 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 				return err
 			}
 		}
-		err := s.write(ctx, mode, group, ref, partition, -1)
+		err := s.deleteMain(ctx, sl, mode, group, ref, partition)
 		if mode == offsetModeExternal && groupMissing(err) {
 			return nil
 		}
@@ -290,17 +295,13 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 	})
 }
 
-// write performs one store or delete of the main key in mode.
+// write stores Kafka offset offset (> 0 in consumer mode, >= 0 otherwise)
+// as the main key in mode.
 func (s *offsetStore) write(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32, offset int64) error {
-	c := consumerOf(mode, group)
-	p := uint32(partition)
 	if mode == offsetModeConsumer {
 		offset-- // Iggy keeps the last processed message
 	}
-	if offset < 0 {
-		return s.deleteKey(ctx, ref, p, c)
-	}
-	return s.b.iggy.StoreOffset(ctx, ref, p, c, uint64(offset))
+	return s.b.iggy.StoreOffset(ctx, ref, uint32(partition), consumerOf(mode, group), uint64(offset))
 }
 
 // deleteKey deletes one stored offset; nothing stored counts as deleted.
@@ -329,11 +330,12 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 		default:
 			return err
 		}
-		return s.write(ctx, offsetModeConsumer, group, ref, partition, 0)
+		return s.deleteMain(ctx, sl, offsetModeConsumer, group, ref, partition)
 	}
 	if err := s.write(ctx, offsetModeConsumer, group, ref, partition, offset); err != nil {
 		return err
 	}
+	sl.mainStored = true
 	if err := s.clearMarker(ctx, sl, group, ref, p, false); err != nil {
 		// The commit itself is stored and reads back; a leftover marker
 		// only pins retention, and the next commit tries again.
@@ -342,6 +344,29 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 			Msg("offsets: deleting the zero marker failed")
 	}
 	return nil
+}
+
+// deleteMain deletes the key's main offset in mode: at once when this
+// process stored it, otherwise only when a read finds one (a real server
+// logs every delete of a missing offset; another sidecar may have stored
+// it, so there is no skipping without a read). Called under the key's slot
+// lock.
+func (s *offsetStore) deleteMain(ctx context.Context, sl *commitSlot, mode offsetMode, group string, ref iggy.TopicRef, partition int32) error {
+	c, p := consumerOf(mode, group), uint32(partition)
+	if !sl.mainStored {
+		_, found, err := s.b.iggy.GetOffset(ctx, ref, p, c)
+		if err != nil && !iggy.IsNotFound(err) {
+			return err
+		}
+		if !found {
+			return nil
+		}
+	}
+	err := s.deleteKey(ctx, ref, p, c)
+	if err == nil {
+		sl.mainStored = false
+	}
+	return err
 }
 
 // clearMarker deletes the key's zero marker when one may be stored (see
@@ -705,6 +730,9 @@ type commitSlot struct {
 	users int        // goroutines holding or waiting for mu (guarded by commitOrder.mu)
 	last  commitTicket
 	used  time.Time // guarded by commitOrder.mu
+	// mainStored: this process stored the key's main offset and has not
+	// deleted it since. Guarded by mu.
+	mainStored bool
 	// markerStored: this process stored the key's zero marker (consumer
 	// mode) and has not deleted it since. markerGone is when it last
 	// deleted the marker or saw none; zero when it does not know. Guarded
