@@ -14,6 +14,9 @@
 #      KafkaScenarios.java) compiled against each version's kafka-clients into
 #      $KAFKA_IGGY_CACHE/kafka-VERSION/classes (gson, which they use to speak
 #      JSON, in .../extra).
+#   2b. The Kafka apps of scripts/e2e/apps (4.x): kafka-streams and
+#      connect-file with their runtime closure in $KAFKA_IGGY_CACHE/kafka-VERSION/apps,
+#      StreamsWordCount.java compiled into .../apps-classes.
 #   3. Python: a venv in $KAFKA_IGGY_CACHE/venv with confluent-kafka,
 #      kafka-python and the codec modules kafka-python needs, from PyPI
 #      (versions pinned in scripts/e2e/python/requirements.txt).
@@ -130,6 +133,27 @@ for v in "${versions[@]}"; do
         quiet "javac (Kafka $v clients)" javac -encoding UTF-8 --release 17 -d "$dir/classes" \
             -cp "$dir/libs/*:$dir/extra/*" "${sources[@]}"
         echo "$stamp" >"$dir/classes.stamp"
+    fi
+
+    # 2b. the Kafka apps of scripts/e2e/apps (4.x only): Kafka Streams and
+    # Connect's FileStream connectors from Maven Central into $dir/apps, the
+    # Streams word count compiled into $dir/apps-classes. Connect's worker
+    # (connect-runtime) is already in $dir/libs with the tools.
+    if [[ "$v" == 4.* ]]; then
+        apps_src="$repo/scripts/e2e/apps"
+        stamp="$( { echo "$v"; cat "$apps_src/pom.xml" "$apps_src"/*.java; } | sha256sum | cut -d' ' -f1)"
+        if [[ "$(cat "$dir/apps.stamp" 2>/dev/null || true)" != "$stamp" || ! -f "$dir/apps-classes/StreamsWordCount.class" ]]; then
+            log "Kafka $v: copying Kafka Streams and the FileStream connectors from Maven Central"
+            start=$SECONDS
+            rm -rf "$dir/apps" "$dir/apps-classes" "$dir/apps.stamp"
+            mkdir -p "$dir/apps-classes"
+            quiet "mvn (Kafka $v apps)" mvn -q -B -Dstyle.color=never -f "$apps_src/pom.xml" -Dkafka.version="$v" \
+                dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir/apps"
+            quiet "javac (Kafka $v apps)" javac -encoding UTF-8 --release 17 -d "$dir/apps-classes" \
+                -cp "$dir/apps/*" "$apps_src"/*.java
+            echo "$stamp" >"$dir/apps.stamp"
+            log "Kafka $v: apps ready in $((SECONDS - start)) s ($(ls "$dir/apps" | wc -l) jars)"
+        fi
     fi
 done
 
