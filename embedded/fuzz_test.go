@@ -32,7 +32,11 @@ func serveInput(t testing.TB, s *Server, input []byte, split int, patch bool) {
 	br := bufio.NewReader(cliSide)
 	// Login first, synchronously, to learn the session.
 	h := iggy.RequestHeader{Client: fuzzClient, Operation: iggy.OperationRegister}
-	if _, err := cliSide.Write(frame(&h, loginBody("iggy", "iggy"))); err != nil {
+	login := loginBody("iggy", "iggy")
+	if s.proto.Generation() >= iggy.Protocol012 {
+		login = s.proto.LoginRequest(iggy.ClientVersionInfo{SdkName: "go-fuzz", SdkVersion: "1"}, "iggy", "iggy", [iggy.BindSecretSize]byte{1}).AppendTo(nil)
+	}
+	if _, err := cliSide.Write(frame(&h, login)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := iggy.ReadFrame(br, nil, iggy.LimitMaxFrameSize)
@@ -135,6 +139,44 @@ func FuzzServerFrame(f *testing.F) {
 		runtime.ReadMemStats(&ms)
 		// A frame may announce 1 MiB here (64 MiB by default); what the
 		// server allocates must follow the bytes actually sent.
+		if grew := ms.TotalAlloc - before; grew > 32<<20+64*uint64(len(input)) {
+			t.Fatalf("serving %d input bytes allocated %d bytes", len(input), grew)
+		}
+	})
+}
+
+// FuzzServerFrame012 is FuzzServerFrame on a server in protocol 0.12 mode,
+// seeded with the 0.12 commands too (UPDATE_RESOURCE, GET_PARTITION_ROUTE,
+// POLL_MESSAGES_DEFERRED, a kind-3 offset store).
+func FuzzServerFrame012(f *testing.F) {
+	s := startServer(f, func(c *Config) { c.MaxFrameBytes, c.Protocol = 1<<20, "0.12" })
+	c := &tclient{client: fuzzClient, next: 100}
+	fr := func(op iggy.Operation, code uint32, body encoder) []byte {
+		h := c.header(op, c.next)
+		h.Code, h.PartitionIncarnation = code, 1
+		c.next++
+		return frame(&h, encode(body))
+	}
+	s0, t0 := numID(0), numID(0)
+	patch := iggy.ResourcePatchTopic{StreamID: s0, TopicID: t0, Reset: []string{"max_topic_size"},
+		Options: iggy.Options{opt("message_expiry", iggy.HeaderKindString, []byte("1h"))}}
+	seeds := append(fuzzSeeds(f),
+		fr(iggy.OperationUpdateResource, 0, &iggy.UpdateResourceRequest{Scope: iggy.OptionScopeTopic, Patch: patch.AppendTo(nil)}),
+		fr(iggy.OperationNonReplicated, iggy.CodeGetPartitionRoute, &iggy.GetPartitionRouteRequest{StreamID: s0, TopicID: t0}),
+		fr(iggy.OperationNonReplicated, iggy.CodePollMessagesDeferred, &iggy.PollMessagesDeferredRequest{Consumer: single(1), StreamID: s0, TopicID: t0,
+			PartitionID: iggy.OptionalPartition{Present: true}, Strategy: iggy.PollingStrategy{Kind: iggy.PollingKindNext}, Count: 10, MinCount: 1, MaxBytes: 1 << 16, RequestTimeoutUs: 1}),
+		fr(iggy.OperationStoreConsumerOffset, 0, &iggy.StoreConsumerOffsetRequest{Consumer: iggy.Consumer{Kind: iggy.ConsumerKindExternalGroup, ID: nameID("kafka.cg.g")},
+			StreamID: s0, TopicID: t0, PartitionID: iggy.OptionalPartition{Present: true}, Ack: iggy.AckLevelQuorum}),
+	)
+	for _, seed := range seeds {
+		f.Add(seed, uint16(len(seed)/2), true)
+	}
+	var ms runtime.MemStats
+	f.Fuzz(func(t *testing.T, input []byte, split uint16, patch bool) {
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		serveInput(t, s, input, int(split), patch)
+		runtime.ReadMemStats(&ms)
 		if grew := ms.TotalAlloc - before; grew > 32<<20+64*uint64(len(input)) {
 			t.Fatalf("serving %d input bytes allocated %d bytes", len(input), grew)
 		}
