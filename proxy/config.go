@@ -273,7 +273,8 @@ func (c Config) Validate() error {
 		bad("limits.memory_bytes", "%d is negative (0 = derived from the cgroup memory limit)", l.MemoryBytes)
 	case l.MemoryBytes > 0 && l.MemoryBytes < minMemoryBytes:
 		bad("limits.memory_bytes", "%d is below the minimum %d", l.MemoryBytes, minMemoryBytes)
-	case l.MemoryBytes > 0 && int64(l.MaxFrameBytes) > l.MemoryBytes:
+	case l.MemoryBytes > 0 && l.MaxFrameBytes != DefaultMaxFrameBytes && int64(l.MaxFrameBytes) > l.MemoryBytes:
+		// (left at its default it is lowered to the budget: Resolved)
 		bad("limits.max_frame_bytes", "%d is above limits.memory_bytes (%d): a frame that large could never be read; lower it or raise the budget", l.MaxFrameBytes, l.MemoryBytes)
 	}
 

@@ -101,6 +101,9 @@ func TestMemoryBudgetConfig(t *testing.T) {
 	}
 
 	cfg.Limits.MemoryBytes = 64 << 20
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a 64 MiB budget with the default frame limit (lowered when resolved): %v", err)
+	}
 	res, source = cfg.Resolved()
 	if source != "config" || res.Limits.MaxFrameBytes != 64<<20 || res.Validate() != nil {
 		t.Fatalf("default frame limit under a 64 MiB budget: %d (%v)", res.Limits.MaxFrameBytes, res.Validate())
