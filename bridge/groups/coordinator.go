@@ -319,11 +319,15 @@ type group struct {
 	subscribed   map[string]struct{}
 	subsKnown    bool
 
-	// adopting: the group moved here from another coordinator (Seed) and
-	// has not completed a rebalance here yet: unknown member ids are
-	// members of the previous coordinator, accepted on JoinGroup and told
-	// REBALANCE_IN_PROGRESS on Heartbeat and OffsetCommit.
-	adopting bool
+	// adopting: the group moved here from another coordinator (Seed);
+	// until adoptUntil, unknown member ids are members of the previous
+	// coordinator, accepted on JoinGroup and told REBALANCE_IN_PROGRESS on
+	// Heartbeat and OffsetCommit. adoptSeen holds those that showed up: the
+	// first join phase waits for them (within adoptUntil), so a move costs
+	// one rebalance.
+	adopting   bool
+	adoptUntil time.Time
+	adoptSeen  map[string]struct{}
 
 	timerSeq  uint64
 	joinTimer groupTimer
@@ -516,8 +520,9 @@ func (c *Coordinator) heartbeat(groupID, memberID string, instanceID *string, ge
 		return kerr.UnknownMemberID.Code
 	}
 	defer g.mu.Unlock()
-	if g.adopting && g.members[memberID] == nil {
+	if g.adoptingNow() && g.members[memberID] == nil {
 		// A member of the previous coordinator: rejoin (keeping its id).
+		g.adoptSeen[memberID] = struct{}{}
 		return kerr.RebalanceInProgress.Code
 	}
 	if code := g.validateMember(memberID, instanceID); code != 0 {
@@ -712,7 +717,8 @@ func (c *Coordinator) validateCommit(groupID, memberID string, generation int32,
 		g.armEmptyExpiry() // a group in use stays in memory
 		return 0
 	}
-	if g.adopting && generation >= 0 && g.members[memberID] == nil {
+	if g.adoptingNow() && generation >= 0 && g.members[memberID] == nil {
+		g.adoptSeen[memberID] = struct{}{}
 		// A member of the previous coordinator: it rejoins first (its
 		// records since the last accepted commit are delivered again).
 		return kerr.RebalanceInProgress.Code
@@ -1044,7 +1050,8 @@ func (g *group) joinExistingMember(p JoinParams, reply chan<- JoinResult) {
 		fail(kerr.InconsistentGroupProtocol.Code)
 		return
 	}
-	if g.adopting && g.members[p.MemberID] == nil && (p.InstanceID == nil || g.static[*p.InstanceID] == "") {
+	if g.adoptingNow() && g.members[p.MemberID] == nil && (p.InstanceID == nil || g.static[*p.InstanceID] == "") {
+		g.adoptSeen[p.MemberID] = struct{}{}
 		// The group moved here from another coordinator: a member of the
 		// previous coordinator rejoins under its member id (and instance
 		// id), so cooperative members keep their partitions.
@@ -1298,6 +1305,11 @@ func (g *group) initialDelayPassed(delay, remaining time.Duration) {
 	if g.state != StatePreparingRebalance {
 		return
 	}
+	if g.adoptingNow() && g.adoptMissing() {
+		// Members of the previous coordinator are still on their way.
+		g.arm(&g.joinTimer, adoptionPoll, func() { g.initialDelayPassed(delay, remaining) })
+		return
+	}
 	if g.newMemberAdd && remaining > 0 {
 		g.newMemberAdd = false
 		next := min(g.c.cfg.InitialRebalanceDelay, remaining)
@@ -1306,6 +1318,29 @@ func (g *group) initialDelayPassed(delay, remaining time.Duration) {
 		return
 	}
 	g.completeJoinPhase()
+}
+
+// adoptionWindow is how long after a move unknown member ids are taken
+// as members of the previous coordinator; adoptionPoll is how often the
+// first join phase checks whether they all rejoined.
+const (
+	adoptionWindow = 10 * time.Second
+	adoptionPoll   = 250 * time.Millisecond
+)
+
+func (g *group) adoptingNow() bool {
+	return g.adopting && g.c.clock.Now().Before(g.adoptUntil)
+}
+
+// adoptMissing reports whether a member of the previous coordinator that
+// showed up here has not joined yet.
+func (g *group) adoptMissing() bool {
+	for id := range g.adoptSeen {
+		if m := g.members[id]; m == nil || m.joinWait == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // completeJoinPhase ends the join phase: dynamic members that did not
@@ -1333,7 +1368,6 @@ func (g *group) completeJoinPhase() {
 		return
 	}
 	g.generation++
-	g.adopting = false
 	if h := g.c.genHook; h != nil {
 		h(g.id, g.generation)
 	}

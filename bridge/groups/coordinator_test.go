@@ -1125,3 +1125,33 @@ func TestGroupDeleteErrorCodeIsRetriable(t *testing.T) {
 		t.Fatalf("opaque failure: %d %q", code, msg)
 	}
 }
+
+// A group taken over from another coordinator (Seed with adopting): the
+// previous coordinator's members are told to rejoin, rejoin under their own
+// member ids, the first join phase waits for every one that showed up, and
+// the new generation continues above the seeded one: one rebalance.
+func TestGroupAdoptedAfterMove(t *testing.T) {
+	h := newGroupHarness(t)
+	if !h.c.Seed("g", 100, true) {
+		t.Fatal("seed refused")
+	}
+	if h.c.Seed("g", 5, true) {
+		t.Fatal("second seed accepted")
+	}
+	wantGroupCode(t, "heartbeat of a previous member", h.c.heartbeat("g", "m-a", nil, 7), kerr.RebalanceInProgress.Code)
+	wantGroupCode(t, "commit of a previous member", h.c.validateCommit("g", "m-b", 7, nil), kerr.RebalanceInProgress.Code)
+	a := h.joinAsync(joinP("g", "m-a", "a", "range"))
+	h.clk.Advance(3 * time.Second) // the initial delay: m-b showed up but has not joined
+	if _, ok := pollReply(a); ok {
+		t.Fatal("join phase completed without m-b")
+	}
+	b := h.joinAsync(joinP("g", "m-b", "b", "range"))
+	h.clk.Advance(4 * time.Second) // a member joined during the delay: extended once
+	ra, rb := mustReply(t, a, "join m-a"), mustReply(t, b, "join m-b")
+	if ra.Code != 0 || rb.Code != 0 || ra.MemberID != "m-a" || rb.MemberID != "m-b" || ra.Generation != 101 || len(ra.Members)+len(rb.Members) != 2 {
+		t.Fatalf("joins: %+v %+v", ra, rb)
+	}
+	// After the window an unknown id is unknown again.
+	h.clk.Advance(10 * time.Second)
+	wantGroupCode(t, "heartbeat after the window", h.c.heartbeat("g", "m-x", nil, 101), kerr.UnknownMemberID.Code)
+}

@@ -156,11 +156,12 @@ func (c *Coordinator) Has(group string) bool {
 // persisted in Iggy, so generations never go backwards across moves. It
 // reports whether the group was created.
 //
-// adopting says the group existed at another coordinator: until its first
-// rebalance here completes, JoinGroup accepts the member ids of the
-// previous coordinator (members keep their ids, so a move costs one
-// rebalance), and their Heartbeat and OffsetCommit answer
-// REBALANCE_IN_PROGRESS so they rejoin.
+// adopting says the group existed at another coordinator: for 10 s
+// JoinGroup accepts the member ids of the previous coordinator (members
+// keep their ids), their Heartbeat and OffsetCommit answer
+// REBALANCE_IN_PROGRESS so they rejoin, and the first join phase waits
+// (within those 10 s) until every such member that showed up has joined,
+// so a move costs one rebalance.
 func (c *Coordinator) Seed(group string, generation int32, adopting bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -170,6 +171,8 @@ func (c *Coordinator) Seed(group string, generation int32, adopting bool) bool {
 	g := c.newGroup(group)
 	g.generation = generation
 	g.adopting = adopting
+	g.adoptUntil = c.clock.Now().Add(adoptionWindow)
+	g.adoptSeen = map[string]struct{}{}
 	c.groups[group] = g
 	return true
 }

@@ -98,9 +98,20 @@ func (c *consumed) count() int {
 	return len(c.seen)
 }
 
+// runMemberWithID is runMember that also reports the member id.
+func runMemberWithID(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed) (stop func(), id func() string) {
+	var cl *kgo.Client
+	stop = runMemberClient(ctx, t, seed, group, topic, c, &cl)
+	return stop, func() string { m, _ := cl.GroupMetadata(); return m }
+}
+
 // runMember consumes group g through seed with franz-go until ctx ends or
 // stop is called, committing after each poll.
 func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed) (stop func()) {
+	return runMemberClient(ctx, t, seed, group, topic, c, nil)
+}
+
+func runMemberClient(ctx context.Context, t *testing.T, seed, group, topic string, c *consumed, out **kgo.Client) (stop func()) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
@@ -108,6 +119,9 @@ func runMember(ctx context.Context, t *testing.T, seed, group, topic string, c *
 		kgo.Balancers(kgo.RangeBalancer())) // sarama, in the same group, speaks range
 	if err != nil {
 		t.Fatal(err)
+	}
+	if out != nil {
+		*out = cl
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -192,6 +206,19 @@ func alive(ms []member, ps []*sidecarProc) int {
 		}
 	}
 	return n
+}
+
+// describedMembers returns the member ids sidecar adm describes.
+func describedMembers(ctx context.Context, adm *kadm.Client, group string) (map[string]bool, error) {
+	ds, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, m := range ds[group].Members {
+		out[m.MemberID] = true
+	}
+	return out, nil
 }
 
 // describeAgrees asks each sidecar to describe the group and returns the
@@ -452,4 +479,177 @@ func TestOneGroupAcrossThreeSidecars(t *testing.T) {
 	if len(back) > 0 {
 		t.Fatalf("committed offsets went backwards: %v", back)
 	}
+}
+
+// TestRollingRestartOfSidecars: the three sidecars of the group are
+// restarted one at a time with SIGTERM (each with its app's member, as a
+// pod restart does) while records are produced and consumed: every
+// acknowledged record is consumed, and the group ends Stable with every
+// partition owned once, described alike by every sidecar.
+func TestRollingRestartOfSidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	iggyAddr := freeAddr(t)
+	startIggyProc(t, iggyAddr, t.TempDir())
+	ps := make([]*sidecarProc, 3)
+	for i := range ps {
+		ps[i] = startClusterSidecar(t, iggyAddr)
+	}
+	admin := func(i int) *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(ps[i].kafka))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	admins := []*kadm.Client{admin(0), admin(1), admin(2)}
+	const topic, group, partitions = "rolling", "g-rolling", 6
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := admins[0].CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	got := &consumed{seen: map[string]int{}}
+	stops := make([]func(), 3)
+	ids := make([]func() string, 3)
+	for i, p := range ps {
+		stops[i], ids[i] = runMemberWithID(ctx, t, p.kafka, group, topic, got)
+	}
+	// The described members are exactly the running ones (not a member of
+	// a stopped pod still waiting for its session to end).
+	exactly := func() error {
+		if _, err := describeAgrees(ctx, admins, group, topic, partitions, 3); err != nil {
+			return err
+		}
+		d, err := describedMembers(ctx, admins[0], group)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if !d[id()] {
+				return fmt.Errorf("member of sidecar %d (%q) not in the group %v", i, id(), d)
+			}
+		}
+		return nil
+	}
+	defer func() {
+		for _, s := range stops {
+			if s != nil {
+				s()
+			}
+		}
+	}()
+	waitFor(t, 60*time.Second, "the group of 3 formed", exactly)
+
+	// Steady production through a sidecar that is not being restarted.
+	var (
+		pmu    sync.Mutex
+		target = ps[1].kafka
+		acked  = map[string]bool{}
+	)
+	pctx, stopProduce := context.WithCancel(ctx)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		var cl *kgo.Client
+		at := ""
+		for i := 0; pctx.Err() == nil; {
+			pmu.Lock()
+			want := target
+			pmu.Unlock()
+			if want != at {
+				if cl != nil {
+					cl.Close()
+				}
+				var err error
+				cl, err = kgo.NewClient(kgo.SeedBrokers(want), kgo.DefaultProduceTopic(topic),
+					kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.RecordDeliveryTimeout(10*time.Second))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				at = want
+			}
+			rs := make([]*kgo.Record, 20)
+			for k := range rs {
+				rs[k] = &kgo.Record{Value: []byte(fmt.Sprintf("r%07d", i))}
+				i++
+			}
+			rctx, rcancel := context.WithTimeout(pctx, 10*time.Second)
+			res := cl.ProduceSync(rctx, rs...)
+			rcancel()
+			pmu.Lock()
+			for _, r := range res {
+				if r.Err == nil {
+					acked[string(r.Record.Value)] = true
+				}
+			}
+			pmu.Unlock()
+			select {
+			case <-pctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+
+	for i := range ps {
+		pmu.Lock()
+		target = ps[(i+1)%3].kafka
+		pmu.Unlock()
+		start := time.Now()
+		// A pod stops as a native sidecar orders it: the app first (its
+		// member leaves the group through its sidecar), then the sidecar.
+		stops[i]()
+		stops[i] = nil
+		if err := ps[i].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-ps[i].done:
+			if err != nil {
+				t.Fatalf("sidecar %d exit: %v", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("sidecar %d still running 30s after SIGTERM", i)
+		}
+		ps[i] = startClusterSidecar(t, iggyAddr)
+		admins[i] = admin(i)
+		stops[i], ids[i] = runMemberWithID(ctx, t, ps[i].kafka, group, topic, got)
+		waitFor(t, 90*time.Second, fmt.Sprintf("the group of the 3 running members Stable again after restarting sidecar %d", i), exactly)
+		t.Logf("sidecar %d restarted (SIGTERM) with its member; group Stable with the 3 running members %v after the signal", i, time.Since(start))
+	}
+	stopProduce()
+	<-produced
+	pmu.Lock()
+	want := make([]string, 0, len(acked))
+	for v := range acked {
+		want = append(want, v)
+	}
+	pmu.Unlock()
+	if len(want) == 0 {
+		t.Fatal("nothing was acknowledged")
+	}
+	waitFor(t, 90*time.Second, "every acknowledged record consumed", func() error {
+		got.mu.Lock()
+		defer got.mu.Unlock()
+		missing := 0
+		for _, v := range want {
+			if got.seen[v] == 0 {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d acknowledged records not consumed", missing, len(want))
+		}
+		return nil
+	})
+	if err := exactly(); err != nil {
+		t.Fatalf("group at the end: %v", err)
+	}
+	t.Logf("%d acknowledged records, all consumed", len(want))
 }
