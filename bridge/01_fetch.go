@@ -588,9 +588,10 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 }
 
 // pass reads every partition once into buf (from empty) and reports the
-// record bytes read, whether any partition failed, and whether a size
-// limit left records unread (then more than the response can carry is
-// there: a long poll is satisfied, as Kafka counts the bytes available).
+// record bytes read, whether any partition failed, and whether the
+// response's limit left records unread (then more than the response can
+// carry is there: a long poll is satisfied, as Kafka counts the bytes
+// available).
 // The pass draws on the memory budget through res: the response gets what
 // the budget grants within respMax.
 func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchReserve, respMax int) (int, bool, bool) {
@@ -638,7 +639,10 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		if r.records {
 			first = false
 		}
-		cut = cut || r.cut
+		// Only the response's limit (or the budget's) counts: a partition
+		// cut at its own PartitionMaxBytes adds that much and no more, as
+		// Kafka counts it toward MinBytes.
+		cut = cut || (r.cut && limit < p.maxBytes)
 	}
 	return len(buf.B), failed, cut
 }
