@@ -722,20 +722,6 @@ func (b *bench) writeRuns(p func(string, ...any)) {
 	p("\n</details>\n\n")
 }
 
-func ratioOf(r, base *Result) string {
-	if r == nil || base == nil {
-		return "–"
-	}
-	return fmtRatio(r.MBPerS, base.MBPerS)
-}
-
-func iggyCPU(r *Result) string {
-	if r.IggyCPUs == 0 && r.IggyRSSMax == 0 {
-		return "–"
-	}
-	return fmtOpt(perGB(r.IggyCPUs, r.Bytes), "%.1f")
-}
-
 // sidecarConfigText lists the settings every sidecar of the run got.
 func (b *bench) sidecarConfigText() string {
 	s := b.sidecarSettings("127.0.0.1:<free port>", "127.0.0.1:<free port>", nil)

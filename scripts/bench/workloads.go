@@ -74,15 +74,13 @@ func order(targets []string, pass int) []string {
 // target runs plan.Passes times, the passes interleaved (see order), so that
 // the runs compared in one table are close in time and their spread shows.
 func (b *bench) runWorkloads() {
-	var kafkaTargets, directTargets, all []string
+	var kafkaTargets, all []string
 	for _, t := range allTargets {
 		if _, ok := b.targets[t]; !ok {
 			continue
 		}
 		all = append(all, t)
-		if t == tGo || t == tRust {
-			directTargets = append(directTargets, t)
-		} else {
+		if t != tGo && t != tRust {
 			kafkaTargets = append(kafkaTargets, t)
 		}
 	}
