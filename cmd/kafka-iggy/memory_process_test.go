@@ -33,7 +33,7 @@ const (
 	// memOverhead is what the process may hold beside the budget: the
 	// runtime and its garbage, gnet's buffers, idle pools, and request
 	// bytes gnet read for connections waiting for the budget. Peak RSS must
-	// stay under budget + overhead (measured: 38-55 MiB on two loaded
+	// stay under budget + overhead (measured: 38-59 MiB on two loaded
 	// cores; the bound leaves room for a slower collector).
 	memOverhead = 80 << 20
 )
