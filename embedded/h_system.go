@@ -71,7 +71,10 @@ func (s *Server) describeOptions(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return statusOf(iggy.StatusInvalidCommand)
 	}
-	return c.okBody(&iggy.DescribeOptionsResponse{Options: s.describeCatalog(req.Scope)})
+	return c.okBody(s.proto.DescribeOptionsReply(s.describeCatalog(req.Scope), func(key string) bool {
+		spec, ok := s.topicOption(key)
+		return req.Scope == iggy.OptionScopeTopic && ok && spec.Updatable
+	}))
 }
 
 // flushUnsavedBuffer always answers 5: the command is not supported at 0.11.

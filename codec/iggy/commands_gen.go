@@ -234,7 +234,10 @@ func NewResponseBody(code uint32, p ProtocolVersion) (Body, bool) {
 		}
 		return &GetClusterMetadataResponseV12{}, true
 	case CodeDescribeOptions:
-		return &DescribeOptionsResponse{}, true
+		if p <= Protocol011 {
+			return &DescribeOptionsResponse{}, true
+		}
+		return &DescribeOptionsResponseV12{}, true
 	case CodeGetMe:
 		return &GetMeResponse{}, true
 	case CodeGetClient:

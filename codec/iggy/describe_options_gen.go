@@ -95,6 +95,94 @@ func (m *OptionDescriptor) validate(msg, path string) error {
 	return nil
 }
 
+// OptionDescriptorV12: Description of one option key at 0.12: a flags byte after the kind (edge crate layout). Since protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type OptionDescriptorV12 struct {
+	// The option key.
+	Key string
+	// Canonical kind the value is stored in.
+	Kind HeaderKind
+	// Bit 0 updatable, bit 1 resettable (UPDATE_RESOURCE), bit 2 secret (write-only), bit 3 read-only.
+	Flags uint8
+	// The default value encoded in kind; empty when there is none.
+	Default []byte
+	// Human-readable description including the bounds.
+	Description string
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *OptionDescriptorV12) EncodedSize() int {
+	n := 0
+	n += 1 + len(m.Key)
+	n += 1
+	n += 1
+	n += 4 + len(m.Default)
+	n += 4 + len(m.Description)
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *OptionDescriptorV12) AppendTo(dst []byte) []byte {
+	dst = append(dst, uint8(len(m.Key)))
+	dst = append(dst, m.Key...)
+	dst = wire.AppendU8(dst, uint8(m.Kind))
+	dst = wire.AppendU8(dst, m.Flags)
+	dst = wire.AppendU32LE(dst, uint32(len(m.Default)))
+	dst = append(dst, m.Default...)
+	dst = wire.AppendU32LE(dst, uint32(len(m.Description)))
+	dst = append(dst, m.Description...)
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *OptionDescriptorV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "option_descriptor_v12")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *OptionDescriptorV12) decode(r *wire.Reader, path string) {
+	{
+		o := r.Off()
+		m.Key = r.UTF8(path, "key", int(r.U8(path, "key")))
+		if !r.Failed() && (len(m.Key) < 1 || len(m.Key) > 255) {
+			r.Fail(path, "key", o, wire.ErrConstraint, "length must be 1..255")
+		}
+		_ = o
+	}
+	{
+		o := r.Off()
+		m.Kind = HeaderKind(r.U8(path, "kind"))
+		if !r.Failed() && (!m.Kind.Valid()) {
+			r.Fail(path, "kind", o, wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Kind), 10))
+		}
+		_ = o
+	}
+	m.Flags = r.U8(path, "flags")
+	m.Default = r.Bytes(path, "default", int(r.U32LE(path, "default")))
+	m.Description = r.UTF8(path, "description", int(r.U32LE(path, "description")))
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *OptionDescriptorV12) Validate() error { return m.validate("option_descriptor_v12", "") }
+
+func (m *OptionDescriptorV12) validate(msg, path string) error {
+	if len(m.Key) < 1 || len(m.Key) > 255 {
+		return invalid(msg, path, "key", wire.ErrConstraint, "length must be 1..255")
+	}
+	if !utf8.ValidString(m.Key) {
+		return invalid(msg, path, "key", wire.ErrInvalidUTF8, "")
+	}
+	if !m.Kind.Valid() {
+		return invalid(msg, path, "kind", wire.ErrUnknownDiscriminant, "value "+strconv.FormatUint(uint64(m.Kind), 10))
+	}
+	if !utf8.ValidString(m.Description) {
+		return invalid(msg, path, "description", wire.ErrInvalidUTF8, "")
+	}
+	return nil
+}
+
 // DescribeOptionsRequest is the request body of DESCRIBE_OPTIONS.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
@@ -150,11 +238,11 @@ func (*DescribeOptionsRequest) Code() uint32 { return CodeDescribeOptions }
 // Operation returns the operation byte the request travels with.
 func (*DescribeOptionsRequest) Operation() Operation { return OperationNonReplicated }
 
-// DescribeOptionsResponse is the response body of DESCRIBE_OPTIONS.
+// DescribeOptionsResponse is the response body of DESCRIBE_OPTIONS in protocol 0.11.0.
 //
 // Byte-slice fields filled by DecodeFrom alias the decoded input.
 type DescribeOptionsResponse struct {
-	// One entry per option key.
+	// One entry per option key. Until protocol 0.12.0 (retired there).
 	Options []OptionDescriptor
 }
 
@@ -209,6 +297,73 @@ func (m *DescribeOptionsResponse) Validate() error {
 }
 
 func (m *DescribeOptionsResponse) validate(msg, path string) error {
+	for i := range m.Options {
+		if err := m.Options[i].validate(msg, wire.Join(path, "options")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DescribeOptionsResponseV12 is the response body of DESCRIBE_OPTIONS in protocol 0.12.0.
+//
+// Byte-slice fields filled by DecodeFrom alias the decoded input.
+type DescribeOptionsResponseV12 struct {
+	// One entry per option key, with its flags. Since protocol 0.12.0.
+	Options []OptionDescriptorV12
+}
+
+// EncodedSize returns the number of bytes AppendTo writes.
+func (m *DescribeOptionsResponseV12) EncodedSize() int {
+	n := 0
+	n += 4
+	for i := range m.Options {
+		n += m.Options[i].EncodedSize()
+	}
+	return n
+}
+
+// AppendTo appends the wire encoding of m to dst. It does not validate: call Validate first for values not built by DecodeFrom.
+func (m *DescribeOptionsResponseV12) AppendTo(dst []byte) []byte {
+	dst = wire.AppendU32LE(dst, uint32(len(m.Options)))
+	for i := range m.Options {
+		dst = m.Options[i].AppendTo(dst)
+	}
+	return dst
+}
+
+// DecodeFrom decodes m from the start of src and returns the bytes consumed. Errors are *wire.DecodeError values naming the field and offset.
+func (m *DescribeOptionsResponseV12) DecodeFrom(src []byte) (int, error) {
+	r := wire.NewReader(src, "describe_options.response")
+	m.decode(&r, "")
+	return r.Off(), r.Err()
+}
+
+func (m *DescribeOptionsResponseV12) decode(r *wire.Reader, path string) {
+	{
+		o := r.Off()
+		cnt := int(r.U32LE(path, "options"))
+		if cnt > r.Remaining()/12 {
+			r.Fail(path, "options", o, wire.ErrShortBuffer, "count "+strconv.Itoa(cnt)+" cannot fit the input")
+			cnt = 0
+		}
+		if cnt > 0 {
+			m.Options = make([]OptionDescriptorV12, cnt)
+			p := wire.Join(path, "options")
+			for i := 0; i < cnt && !r.Failed(); i++ {
+				m.Options[i].decode(r, wire.Join(p, ""))
+			}
+		}
+		_ = o
+	}
+}
+
+// Validate checks every constraint the schema states for m.
+func (m *DescribeOptionsResponseV12) Validate() error {
+	return m.validate("describe_options.response", "")
+}
+
+func (m *DescribeOptionsResponseV12) validate(msg, path string) error {
 	for i := range m.Options {
 		if err := m.Options[i].validate(msg, wire.Join(path, "options")); err != nil {
 			return err

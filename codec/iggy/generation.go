@@ -321,6 +321,12 @@ type Appender interface {
 	AppendTo(dst []byte) []byte
 }
 
+// Encoder is an Appender that knows its size.
+type Encoder interface {
+	EncodedSize() int
+	AppendTo(dst []byte) []byte
+}
+
 // Outgoing returns the body a server of generation v sends for resp, a
 // 0.11-shaped reply (the inverse of Reply): resp itself when the shapes
 // agree. A one-node server's 0.12 fields are filled as such: every
@@ -364,6 +370,29 @@ func (v ProtocolVersion) Outgoing(resp Appender) Appender {
 		return &PollMessagesResponseV12{PartitionID: r.PartitionID, CurrentOffset: r.CurrentOffset, Count: r.Count, Batches: r.Batches}
 	}
 	return resp
+}
+
+// Option descriptor flags of 0.12 (DESCRIBE_OPTIONS).
+const (
+	OptionFlagUpdatable  = 1 << 0
+	OptionFlagResettable = 1 << 1
+)
+
+// DescribeOptionsReply returns the DESCRIBE_OPTIONS reply of generation v
+// for the catalog entries d; updatable keys are also resettable.
+func (v ProtocolVersion) DescribeOptionsReply(d []OptionDescriptor, updatable func(key string) bool) Encoder {
+	if v.Generation() < Protocol012 {
+		return &DescribeOptionsResponse{Options: d}
+	}
+	out := &DescribeOptionsResponseV12{Options: make([]OptionDescriptorV12, len(d))}
+	for i, o := range d {
+		var f uint8
+		if updatable(o.Key) {
+			f = OptionFlagUpdatable | OptionFlagResettable
+		}
+		out.Options[i] = OptionDescriptorV12{Key: o.Key, Kind: o.Kind, Flags: f, Default: o.Default, Description: o.Description}
+	}
+	return out
 }
 
 // oneNode lists node 0, the only node of a single-node server.

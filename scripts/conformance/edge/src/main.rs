@@ -194,6 +194,24 @@ async fn run(r: &mut Runner, cfg: &Config) {
     })
     .await;
 
+    r.step("describe_options(13, flags byte per descriptor)", async {
+        let specs = client
+            .describe_options(OptionsScope::Topic)
+            .await
+            .map_err(|error| e("describe_options", error))?;
+        let expiry = specs
+            .iter()
+            .find(|spec| spec.key == "message_expiry")
+            .ok_or("message_expiry not described")?;
+        ensure(expiry.updatable, || "message_expiry not updatable".to_owned())?;
+        let segment = specs
+            .iter()
+            .find(|spec| spec.key == "segment_size")
+            .ok_or("segment_size not described")?;
+        ensure(!segment.updatable, || "segment_size described as updatable".to_owned())
+    })
+    .await;
+
     r.step("create_stream(202), get_stream(200), get_streams(201) (derived options block)", async {
         let created = client
             .create_stream(&stream_name, &StreamCreateOptions::default())
