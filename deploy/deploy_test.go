@@ -244,7 +244,7 @@ func TestHelmTemplateValidates(t *testing.T) {
 				}
 			}
 			env := fmt.Sprint(dig(side, "env"))
-			for _, want := range []string{"status.podIP", "KAFKA_IGGY_LISTENER__ADVERTISED_HOST value:$(POD_IP)", "secretKeyRef"} {
+			for _, want := range []string{"status.podIP", "KAFKA_IGGY_PEERS__ADVERTISED_HOST value:$(POD_IP)", "KAFKA_IGGY_PEERS__SECRET", "secretKeyRef"} {
 				if !strings.Contains(env, want) {
 					t.Errorf("sidecar env lacks %q: %s", want, env)
 				}

@@ -773,8 +773,16 @@ func dig(v any, path ...any) any {
 // in a cluster.
 func checkPodConfig(t *testing.T, cfg Config, side map[string]any, user, password string) {
 	t.Helper()
-	if cfg.Proxy.Listener.Address != "0.0.0.0:9092" || cfg.Proxy.Listener.AdvertisedHost != podIP {
-		t.Errorf("listener = %+v; want 0.0.0.0:9092 advertising the pod IP", cfg.Proxy.Listener)
+	// Kafka stays in the pod; the replicas' sidecars meet on the peer
+	// listener, authenticated, advertising the pod IP.
+	if cfg.Proxy.Listener.Address != "127.0.0.1:9092" || cfg.Proxy.Listener.AdvertisedHost != "" {
+		t.Errorf("listener = %+v; want 127.0.0.1:9092 (loopback only)", cfg.Proxy.Listener)
+	}
+	if !cfg.Peers.Enabled() || len(cfg.Peers.Secret) < 16 || cfg.Coordination.Domain == "" {
+		t.Errorf("peers %+v, coordination %+v: want the peer link on with a secret", cfg.Peers, cfg.Coordination)
+	}
+	if cfg.Peers.AdvertisedHost != podIP {
+		t.Errorf("peers.advertised_host %q, want the pod IP", cfg.Peers.AdvertisedHost)
 	}
 	if cfg.UseEmbedded() || cfg.Embedded.Mode != EmbeddedOff || cfg.Iggy.Address == "" {
 		t.Errorf("iggy.address %q, embedded.mode %q: a pod must use a real Iggy server", cfg.Iggy.Address, cfg.Embedded.Mode)
@@ -786,8 +794,8 @@ func checkPodConfig(t *testing.T, cfg Config, side map[string]any, user, passwor
 	for _, p := range dig(side, "ports").([]any) {
 		ports[dig(p, "name").(string)] = fmt.Sprint(dig(p, "containerPort"))
 	}
-	if !strings.HasSuffix(cfg.Proxy.Listener.Address, ":"+ports["kafka"]) || !strings.HasSuffix(cfg.Admin.Address, ":"+ports["admin"]) {
-		t.Errorf("container ports %v do not match listener.address %q / admin.address %q", ports, cfg.Proxy.Listener.Address, cfg.Admin.Address)
+	if ports["kafka"] != "" || !strings.HasSuffix(cfg.Peers.Address, ":"+ports["peers"]) || !strings.HasSuffix(cfg.Admin.Address, ":"+ports["admin"]) {
+		t.Errorf("container ports %v do not match peers.address %q / admin.address %q (kafka: loopback, no pod port)", ports, cfg.Peers.Address, cfg.Admin.Address)
 	}
 	for probe, path := range map[string]string{"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/healthz"} {
 		if dig(side, probe, "httpGet", "path") != path || dig(side, probe, "httpGet", "port") != "admin" {

@@ -29,7 +29,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/* The sidecar's config.yaml: what the chart sets, with .Values.config merged over it. */}}
 {{- define "kafka-iggy.config" -}}
 {{- $base := dict
-  "listener" (dict "address" (printf "0.0.0.0:%d" (int .Values.sidecar.ports.kafka)))
+  "listener" (dict "address" (printf "127.0.0.1:%d" (int .Values.sidecar.ports.kafka)))
+  "peers" (dict "address" (printf "0.0.0.0:%d" (int .Values.sidecar.ports.peers)))
+  "coordination" (dict "domain" (include "kafka-iggy.appName" .))
   "iggy" (dict "address" .Values.iggy.address)
   "embedded" (dict "mode" "off")
   "admin" (dict "address" (printf "0.0.0.0:%d" (int .Values.sidecar.ports.admin)))
