@@ -1,12 +1,13 @@
 package e2e
 
-// One Kafka group across three sidecars with four different clients:
+// One Kafka group across three sidecars with five different clients:
 // three `kafka-iggy serve` processes (peer link on, one coordination domain)
 // on one `kafka-iggy embedded-iggy` process, over loopback TCP. Each member
 // talks only to its own sidecar:
 //
-//	sidecar 0: franz-go (kgo)          sidecar 1: Java kafka-console-consumer --group
-//	sidecar 2: kcat -G (librdkafka)    sidecar 0: sarama
+//	sidecar 0: franz-go (kgo), sarama
+//	sidecar 1: Java kafka-console-consumer --group, confluent-kafka (Python)
+//	sidecar 2: kcat -G (librdkafka)
 //
 // Every partition is assigned to exactly one member and DescribeGroups
 // through each sidecar agrees; every record is consumed; kafka-consumer-groups
@@ -144,10 +145,24 @@ func acrossMember(t *testing.T, got *acrossLines, name string, args ...string) {
 	})
 }
 
+// acrossPython is a confluent-kafka consumer printing each value.
+const acrossPython = `
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "client.id": "across-confluent-python",
+              "auto.offset.reset": "earliest", "partition.assignment.strategy": "range"})
+c.subscribe([sys.argv[3]])
+while True:
+    m = c.poll(0.5)
+    if m is not None and m.error() is None:
+        print(m.value().decode(), flush=True)
+`
+
 func TestGroupAcrossSidecars(t *testing.T) {
 	version := kafka4Version()
 	kafkaToolsReady(version)(t)
 	kcat := lookTool(t, "kcat")
+	pythonReady(t)
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +239,9 @@ func TestGroupAcrossSidecars(t *testing.T) {
 	// kcat's balanced consumer (librdkafka) on sidecar 2.
 	acrossMember(t, got, "kcat -G", kcat, "-b", sidecars[2], "-G", group, "-o", "beginning", "-u", "-q", "-f", "%s\n",
 		"-X", "partition.assignment.strategy=range", "-X", "client.id=across-librdkafka", topic)
+	// confluent-kafka (Python, librdkafka inside the wheel) on sidecar 1.
+	acrossMember(t, got, "confluent-kafka-python", filepath.Join(pythonVenv(), "bin", "python"), "-u", "-c", acrossPython,
+		sidecars[1], group, topic)
 	// sarama on sidecar 0.
 	scfg := sarama.NewConfig()
 	scfg.Version = saramaVersion
@@ -255,7 +273,7 @@ func TestGroupAcrossSidecars(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	var clients map[string]bool
 	for time.Now().Before(deadline) {
-		if clients, last = acrossDescribe(ctx, admins, group, topic, partitions, 4); last == nil {
+		if clients, last = acrossDescribe(ctx, admins, group, topic, partitions, 5); last == nil {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -263,8 +281,8 @@ func TestGroupAcrossSidecars(t *testing.T) {
 	if last != nil {
 		t.Fatalf("group across 3 sidecars not formed: %v", last)
 	}
-	t.Logf("group of franz-go, Java, librdkafka and sarama members across 3 sidecars Stable in %v: %v", time.Since(formStart).Round(time.Millisecond), clients)
-	for _, c := range []string{"across-franz-go", "across-java", "across-librdkafka", "across-sarama"} {
+	t.Logf("group of franz-go, Java, kcat (librdkafka), confluent-kafka-python and sarama members across 3 sidecars Stable in %v: %v", time.Since(formStart).Round(time.Millisecond), clients)
+	for _, c := range []string{"across-franz-go", "across-java", "across-librdkafka", "across-sarama", "across-confluent-python"} {
 		if !clients[c] {
 			t.Errorf("client %s is not a member: %v", c, clients)
 		}
@@ -299,7 +317,7 @@ func TestGroupAcrossSidecars(t *testing.T) {
 		if i == 2 {
 			t.Logf("kafka-consumer-groups --describe via sidecar %d:\n%s", i, out)
 		}
-		for _, c := range []string{"across-java", "across-librdkafka", "across-sarama", "across-franz-go"} {
+		for _, c := range []string{"across-java", "across-librdkafka", "across-sarama", "across-franz-go", "across-confluent-python"} {
 			if !strings.Contains(out, c) {
 				t.Errorf("--describe via sidecar %d does not show %s:\n%s", i, c, out)
 			}
