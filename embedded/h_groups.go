@@ -81,16 +81,9 @@ func (s *Server) deleteConsumerGroup(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return evictWith(iggy.EvictionReasonInvalidRequestBody)
 	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
-	if status != 0 {
-		return resultErr(status)
-	}
-	if !s.accessOf(r.sess).readTopic(t.stream.id, t.id) {
-		return resultErr(iggy.StatusUnauthorized)
-	}
-	g := groupByID(t, &req.GroupID)
+	t, g, refused := s.namedGroup(r, &req.StreamID, &req.TopicID, &req.GroupID)
 	if g == nil {
-		return resultErr(iggy.StatusConsumerGroupIDNotFound)
+		return refused
 	}
 	s.dropGroupMembers(g)
 	delete(t.groups, g.id)
@@ -108,6 +101,24 @@ func (s *Server) deleteConsumerGroup(c *conn, r *request) outcome {
 	return c.okResult(nil)
 }
 
+// namedGroup resolves the consumer group a DELETE, JOIN or LEAVE names and
+// checks that the session may read its topic; a nil group comes with the
+// refusal.
+func (s *Server) namedGroup(r *request, streamID, topicID, groupID *iggy.Identifier) (*topic, *group, outcome) {
+	t, status := s.resolveTopic(streamID, topicID)
+	if status != 0 {
+		return nil, nil, resultErr(status)
+	}
+	if !s.accessOf(r.sess).readTopic(t.stream.id, t.id) {
+		return nil, nil, resultErr(iggy.StatusUnauthorized)
+	}
+	g := groupByID(t, groupID)
+	if g == nil {
+		return nil, nil, resultErr(iggy.StatusConsumerGroupIDNotFound)
+	}
+	return t, g, outcome{}
+}
+
 // joinConsumerGroup serves JOIN_CONSUMER_GROUP for the session's client
 // id. An undecodable body gets no reply. Called with Server.mu held.
 func (s *Server) joinConsumerGroup(c *conn, r *request) outcome {
@@ -115,16 +126,9 @@ func (s *Server) joinConsumerGroup(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return s.malformed(iggy.StatusInvalidCommand, "undecodable join body")
 	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
-	if status != 0 {
-		return resultErr(status)
-	}
-	if !s.accessOf(r.sess).readTopic(t.stream.id, t.id) {
-		return resultErr(iggy.StatusUnauthorized)
-	}
-	g := groupByID(t, &req.GroupID)
+	_, g, refused := s.namedGroup(r, &req.StreamID, &req.TopicID, &req.GroupID)
 	if g == nil {
-		return resultErr(iggy.StatusConsumerGroupIDNotFound)
+		return refused
 	}
 	s.join(g, c, r.sess.client)
 	return c.okResult(nil)
@@ -137,16 +141,9 @@ func (s *Server) leaveConsumerGroup(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return s.malformed(iggy.StatusInvalidCommand, "undecodable leave body")
 	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
-	if status != 0 {
-		return resultErr(status)
-	}
-	if !s.accessOf(r.sess).readTopic(t.stream.id, t.id) {
-		return resultErr(iggy.StatusUnauthorized)
-	}
-	g := groupByID(t, &req.GroupID)
+	_, g, refused := s.namedGroup(r, &req.StreamID, &req.TopicID, &req.GroupID)
 	if g == nil {
-		return resultErr(iggy.StatusConsumerGroupIDNotFound)
+		return refused
 	}
 	if !s.leave(g, r.sess.client) {
 		return resultErr(iggy.StatusConsumerGroupMemberNotFound)

@@ -289,21 +289,32 @@ func (s *Server) updateUser(c *conn, r *request) outcome {
 	return c.okResult(nil)
 }
 
+// managedUser finds the user a request managing users names, for a session
+// that may manage users; the root user is refused with rootRefusal. A nil
+// user comes with the refusal.
+func (s *Server) managedUser(r *request, id *iggy.Identifier, rootRefusal iggy.Status) (*user, outcome) {
+	if !s.accessOf(r.sess).manageUsers() {
+		return nil, resultErr(iggy.StatusUnauthorized)
+	}
+	u := s.userByID(id)
+	if u == nil {
+		return nil, resultErr(iggy.StatusResourceNotFound)
+	}
+	if u.id == rootUserID {
+		return nil, resultErr(rootRefusal)
+	}
+	return u, outcome{}
+}
+
 // updatePermissions serves UPDATE_PERMISSIONS. Called with Server.mu held.
 func (s *Server) updatePermissions(c *conn, r *request) outcome {
 	var req iggy.UpdatePermissionsRequest
 	if err := decodeBody(&req, r.body); err != nil {
 		return evictWith(iggy.EvictionReasonInvalidRequestBody)
 	}
-	if !s.accessOf(r.sess).manageUsers() {
-		return resultErr(iggy.StatusUnauthorized)
-	}
-	u := s.userByID(&req.UserID)
+	u, refused := s.managedUser(r, &req.UserID, iggy.StatusCannotChangePermissions)
 	if u == nil {
-		return resultErr(iggy.StatusResourceNotFound)
-	}
-	if u.id == rootUserID {
-		return resultErr(iggy.StatusCannotChangePermissions)
+		return refused
 	}
 	u.perms = nil
 	if req.Permissions != nil {
@@ -344,15 +355,9 @@ func (s *Server) deleteUser(c *conn, r *request) outcome {
 	if err := decodeBody(&req, r.body); err != nil {
 		return evictWith(iggy.EvictionReasonInvalidRequestBody)
 	}
-	if !s.accessOf(r.sess).manageUsers() {
-		return resultErr(iggy.StatusUnauthorized)
-	}
-	u := s.userByID(&req.UserID)
+	u, refused := s.managedUser(r, &req.UserID, iggy.StatusCannotDeleteUser)
 	if u == nil {
-		return resultErr(iggy.StatusResourceNotFound)
-	}
-	if u.id == rootUserID {
-		return resultErr(iggy.StatusCannotDeleteUser)
+		return refused
 	}
 	delete(s.users, u.id)
 	delete(s.userByName, u.username)

@@ -318,43 +318,16 @@ func directLatency(ctx context.Context, addr, topic string, pool [][]byte, recor
 // measured.
 func directConns(ctx context.Context, addr, topic string, pool [][]byte, partitions, n, per int, dur time.Duration, m *meter) (r Result, err error) {
 	clients := make([]*iggy.Client, n)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, c := range clients {
-			if c != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); c.Close() }()
-			}
-		}
-		wg.Wait()
-	}()
-	connStart := time.Now()
-	cctx, ccancel := context.WithTimeout(ctx, dur+flushGrace)
-	defer ccancel()
+	defer closeAll(clients, func(c *iggy.Client) { c.Close() })
+	took, err := openAll(ctx, dur+flushGrace, clients, func(cctx context.Context, _ int) (*iggy.Client, error) {
+		return directClient(cctx, addr, 1)
+	})
+	r.ConnectSeconds = took.Seconds()
+	if err != nil {
+		return r, fmt.Errorf("connecting %d clients: %w", n, err)
+	}
 	var firstErr atomic.Value
-	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
-	for i := range clients {
-		if cctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c, err := directClient(cctx, addr, 1)
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			clients[i] = c
-		}()
-	}
-	wg.Wait()
-	r.ConnectSeconds = time.Since(connStart).Seconds()
-	if e, ok := firstErr.Load().(error); ok {
-		return r, fmt.Errorf("connecting %d clients: %w", n, e)
-	}
 	t := iggy.TopicRef{Stream: benchStream, Topic: topic}
 	var sent, bytes atomic.Int64
 	m.begin()

@@ -388,56 +388,31 @@ func kafkaLatency(ctx context.Context, bootstrap, topic string, pool [][]byte, r
 // produce per records at once (acks=1, linger 5 ms) and measures that part.
 func kafkaConns(ctx context.Context, bootstrap, topic string, pool [][]byte, n, per int, dur time.Duration, m *meter) (r Result, err error) {
 	clients := make([]*kgo.Client, n)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, cl := range clients {
-			if cl != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); cl.Close() }()
-			}
+	defer closeAll(clients, func(cl *kgo.Client) { cl.Close() })
+	took, err := openAll(ctx, dur+flushGrace, clients, func(cctx context.Context, i int) (*kgo.Client, error) {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(bootstrap),
+			kgo.DefaultProduceTopic(topic),
+			kgo.ProducerLinger(5*time.Millisecond),
+			kgo.RequiredAcks(kgo.LeaderAck()),
+			kgo.DisableIdempotentWrite(),
+			kgo.RecordDeliveryTimeout(dur+flushGrace),
+		)
+		if err == nil {
+			err = cl.ProduceSync(cctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
 		}
-		wg.Wait()
-	}()
-	connStart := time.Now()
-	cctx, ccancel := context.WithTimeout(ctx, dur+flushGrace)
-	defer ccancel()
+		if err != nil && cl != nil {
+			cl.Close()
+			cl = nil
+		}
+		return cl, err
+	})
+	r.ConnectSeconds = took.Seconds()
+	if err != nil {
+		return r, fmt.Errorf("connecting %d producers: %w", n, err)
+	}
 	var firstErr atomic.Value
-	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
-	for i := range clients {
-		if cctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			cl, err := kgo.NewClient(
-				kgo.SeedBrokers(bootstrap),
-				kgo.DefaultProduceTopic(topic),
-				kgo.ProducerLinger(5*time.Millisecond),
-				kgo.RequiredAcks(kgo.LeaderAck()),
-				kgo.DisableIdempotentWrite(),
-				kgo.RecordDeliveryTimeout(dur+flushGrace),
-			)
-			if err == nil {
-				err = cl.ProduceSync(cctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
-			}
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				if cl != nil {
-					cl.Close()
-				}
-				return
-			}
-			clients[i] = cl
-		}()
-	}
-	wg.Wait()
-	r.ConnectSeconds = time.Since(connStart).Seconds()
-	if e, ok := firstErr.Load().(error); ok {
-		return r, fmt.Errorf("connecting %d producers: %w", n, e)
-	}
 
 	var acked, bytes atomic.Int64
 	m.begin()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -431,4 +432,57 @@ func findMetric(sc *bufio.Scanner, name string) (float64, bool) {
 		return v, true
 	}
 	return 0, false
+}
+
+// openAll opens len(clients) clients with open (at most 32 at a time),
+// within timeout, storing each in its slot; it returns how long that took
+// and the first error. Slots of clients that failed stay zero.
+func openAll[T comparable](ctx context.Context, timeout time.Duration, clients []T, open func(ctx context.Context, i int) (T, error)) (time.Duration, error) {
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range clients {
+		if cctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := open(cctx, i)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			clients[i] = c
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if e, ok := firstErr.Load().(error); ok {
+		return took, e
+	}
+	var zero T
+	for _, c := range clients {
+		if c == zero { // the loop stopped at the deadline
+			return took, fmt.Errorf("not every client opened within %v: %w", timeout, cctx.Err())
+		}
+	}
+	return took, nil
+}
+
+// closeAll closes every opened client (the non-zero slots) in parallel.
+func closeAll[T comparable](clients []T, closeFn func(T)) {
+	var zero T
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		if c != zero {
+			wg.Add(1)
+			go func() { defer wg.Done(); closeFn(c) }()
+		}
+	}
+	wg.Wait()
 }
