@@ -12,23 +12,13 @@ import (
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
 // startEmbeddedProtocol starts an in-memory embedded server speaking proto.
 func startEmbeddedProtocol(tb testing.TB, proto string) *embedded.Server {
 	tb.Helper()
-	cfg := embedded.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Protocol = proto
-	srv, err := embedded.New(cfg, zerolog.New(io.Discard))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = srv.Close() })
-	return srv
+	return embedtest.Start(tb, "127.0.0.1:0", func(c *embedded.Config) { c.Protocol = proto })
 }
 
 // protoMetrics records the protocol labels reported.
