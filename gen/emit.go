@@ -21,6 +21,33 @@ type output struct {
 // buf is a small code builder.
 type buf struct{ strings.Builder }
 
+// enumConst is one constant of an enum the generator writes.
+type enumConst struct{ name, doc string }
+
+// enum writes a uint8 enum: the type with its doc ("// typ doc"), then a
+// const block under blockDoc whose constants count from first (iota +
+// first), each with its doc ("// name: doc"), then a blank line.
+func (b *buf) enum(typ, doc, blockDoc string, first int, consts []enumConst) {
+	b.p("// %s %s", typ, doc)
+	b.p("type %s uint8", typ)
+	b.p("")
+	b.p("// %s", blockDoc)
+	b.p("const (")
+	for i, c := range consts {
+		b.p("\t// %s: %s", c.name, c.doc)
+		switch {
+		case i > 0:
+			b.p("\t%s", c.name)
+		case first == 0:
+			b.p("\t%s %s = iota", c.name, typ)
+		default:
+			b.p("\t%s %s = iota + %d", c.name, typ, first)
+		}
+	}
+	b.p(")")
+	b.p("")
+}
+
 func (b *buf) p(format string, args ...any) {
 	fmt.Fprintf(&b.Builder, format, args...)
 	b.WriteByte('\n')
@@ -611,25 +638,15 @@ func (s *Schema) emitErrors() string {
 
 func (s *Schema) emitOptions() string {
 	var b buf
-	b.p("// OptionParse says how an option value sent as a String is parsed.")
-	b.p("type OptionParse uint8")
-	b.p("")
-	b.p("// Parsers of option values sent as String (reference §6.1).")
-	b.p("const (")
-	b.p("\t// OptionParseDecimal: a decimal integer.")
-	b.p("\tOptionParseDecimal OptionParse = iota + 1")
-	b.p("\t// OptionParseDuration: a humantime duration (\"7 days\", \"1h 30m\") or none/unlimited/never_expire, default/server_default.")
-	b.p("\tOptionParseDuration")
-	b.p("\t// OptionParseByteSize: a byte size (\"1 GiB\", \"500MB\"), unlimited, 0/server_default.")
-	b.p("\tOptionParseByteSize")
-	b.p("\t// OptionParseBool: true or false.")
-	b.p("\tOptionParseBool")
-	b.p("\t// OptionParseCompression: a compression algorithm name.")
-	b.p("\tOptionParseCompression")
-	b.p("\t// OptionParseChoice: one of OptionSpec.Choices (case-insensitive).")
-	b.p("\tOptionParseChoice")
-	b.p(")")
-	b.p("")
+	b.enum("OptionParse", "says how an option value sent as a String is parsed.",
+		"Parsers of option values sent as String (reference §6.1).", 1, []enumConst{
+			{"OptionParseDecimal", "a decimal integer."},
+			{"OptionParseDuration", `a humantime duration ("7 days", "1h 30m") or none/unlimited/never_expire, default/server_default.`},
+			{"OptionParseByteSize", `a byte size ("1 GiB", "500MB"), unlimited, 0/server_default.`},
+			{"OptionParseBool", "true or false."},
+			{"OptionParseCompression", "a compression algorithm name."},
+			{"OptionParseChoice", "one of OptionSpec.Choices (case-insensitive)."},
+		})
 	b.p("// OptionSpec describes one option key of a catalog (schema/options.yaml).")
 	b.p("type OptionSpec struct {")
 	b.p("\tKey              string          // option key")

@@ -978,19 +978,11 @@ func (s *Schema) validateStmts(f *FieldDef, x string, siblings []*FieldDef) stri
 
 func (s *Schema) emitCommandTable() string {
 	var b buf
-	b.p("// Auth is what a command needs before the server runs it.")
-	b.p("type Auth uint8")
-	b.p("")
-	b.p("// Authorization levels.")
-	b.p("const (")
-	b.p("\t// AuthNone: allowed before login (PING, the login commands).")
-	b.p("\tAuthNone Auth = iota")
-	b.p("\t// AuthLogin: needs a login.")
-	b.p("\tAuthLogin")
-	b.p("\t// AuthPermission: needs a login and a permission.")
-	b.p("\tAuthPermission")
-	b.p(")")
-	b.p("")
+	b.enum("Auth", "is what a command needs before the server runs it.", "Authorization levels.", 0, []enumConst{
+		{"AuthNone", "allowed before login (PING, the login commands)."},
+		{"AuthLogin", "needs a login."},
+		{"AuthPermission", "needs a login and a permission."},
+	})
 	b.p("// CommandMeta describes one command: one table drives dispatch on both the client and the embedded server.")
 	b.p("type CommandMeta struct {")
 	b.p("\tCode           uint32          // command code (travels on the wire only for NonReplicated)")
