@@ -41,9 +41,7 @@ func (s *Server) getConsumerGroups(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusUnauthorized)
 	}
 	var resp iggy.GetConsumerGroupsResponse
-	for _, id := range sortedKeys(t.groups) {
-		resp.Groups = append(resp.Groups, groupResponse(t.groups[id]))
-	}
+	resp.Groups = inKeyOrder(t.groups, groupResponse)
 	return c.okBody(&resp)
 }
 

@@ -19,9 +19,7 @@ func (s *Server) getStream(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusUnauthorized)
 	}
 	d := iggy.StreamDetails{StreamResponse: streamResponse(st)}
-	for _, id := range sortedKeys(st.topics) {
-		d.Topics = append(d.Topics, topicHeader(st.topics[id]))
-	}
+	d.Topics = inKeyOrder(st.topics, topicHeader)
 	return c.okBody(&d)
 }
 
@@ -32,9 +30,7 @@ func (s *Server) getStreams(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusUnauthorized)
 	}
 	var resp iggy.GetStreamsResponse
-	for _, id := range sortedKeys(s.streams) {
-		resp.Streams = append(resp.Streams, streamResponse(s.streams[id]))
-	}
+	resp.Streams = inKeyOrder(s.streams, streamResponse)
 	return c.okBody(&resp)
 }
 

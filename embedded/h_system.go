@@ -153,9 +153,7 @@ func (s *Server) getClients(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusUnauthorized)
 	}
 	var resp iggy.GetClientsResponse
-	for _, id := range sortedKeys(s.conns) {
-		resp.Clients = append(resp.Clients, clientResponse(s.conns[id]))
-	}
+	resp.Clients = inKeyOrder(s.conns, clientResponse)
 	return c.okBody(&resp)
 }
 

@@ -41,9 +41,7 @@ func (s *Server) getTopics(c *conn, r *request) outcome {
 	if !s.accessOf(r.sess).readTopics(st.id) {
 		return statusOf(iggy.StatusUnauthorized)
 	}
-	for _, id := range sortedKeys(st.topics) {
-		resp.Topics = append(resp.Topics, topicHeader(st.topics[id]))
-	}
+	resp.Topics = inKeyOrder(st.topics, topicHeader)
 	return c.okBody(&resp)
 }
 

@@ -212,9 +212,7 @@ func (s *Server) getUsers(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusUnauthorized)
 	}
 	var resp iggy.GetUsersResponse
-	for _, id := range sortedKeys(s.users) {
-		resp.Users = append(resp.Users, userResponse(s.users[id]))
-	}
+	resp.Users = inKeyOrder(s.users, userResponse)
 	return c.okBody(&resp)
 }
 

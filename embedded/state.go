@@ -257,6 +257,16 @@ func topicDetails(t *topic) iggy.TopicDetails {
 	return d
 }
 
+// inKeyOrder returns f of every value of m, in key order (nil for an
+// empty map).
+func inKeyOrder[T, R any](m map[uint32]T, f func(T) R) []R {
+	var out []R
+	for _, k := range sortedKeys(m) {
+		out = append(out, f(m[k]))
+	}
+	return out
+}
+
 // sortedKeys returns the keys of m in ascending order.
 func sortedKeys[T any](m map[uint32]T) []uint32 {
 	keys := make([]uint32, 0, len(m))
