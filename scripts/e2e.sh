@@ -11,9 +11,10 @@
 #    Kafka broker (the reference), the sidecar and kfake; it rewrites
 #    docs/COMPATIBILITY.md and fails when a cell green on Kafka is red on the
 #    sidecar without an intended difference. About 10 minutes.
-# 3. Protocol 0.12: every client's round trip and kcat's read-back again, on
-#    the sidecar only (iggy.protocol auto) over the embedded server in 0.12
-#    mode (the Iggy 0.10 wire). A few minutes.
+# 3. Protocol 0.12: every client's round trip, kcat's read-back and the
+#    client scenarios (groups, commits, rebalances) again, on the sidecar only
+#    (iggy.protocol auto) over the embedded server in 0.12 mode (the Iggy 0.10
+#    wire). About 2 minutes.
 #
 # Everything it needs is installed first (make e2e depends on test-deps: cargo
 # crates, Maven jars, PyPI packages, Debian packages); the embedded server and
@@ -75,9 +76,9 @@ pid=""
 
 # The client round trips against the sidecar on a 0.12 Iggy (see 3. above).
 e2e_012() {
-    echo "== e2e: client round trips and kcat against the sidecar on protocol 0.12"
+    echo "== e2e: client round trips, kcat and the client scenarios against the sidecar on protocol 0.12"
     KAFKA_IGGY_E2E_IGGY_PROTOCOL=0.12 KAFKA_IGGY_E2E_TARGETS=sidecar go test -count=1 -timeout 20m ./scripts/e2e \
-        -run '^(TestJavaRoundTrip|TestJava39RoundTrip|TestPythonRoundTrip|TestKcatRoundTrip|TestKcatReadsEveryCase|TestKgoRoundTrip|TestSaramaRoundTrip|TestKafkaGoRoundTrip|TestConfluentRoundTrip)$'
+        -run '^(TestJavaRoundTrip|TestJava39RoundTrip|TestPythonRoundTrip|TestKcatRoundTrip|TestKcatReadsEveryCase|TestKgoRoundTrip|TestSaramaRoundTrip|TestKafkaGoRoundTrip|TestConfluentRoundTrip|TestScenarios)$'
 }
 
 if [[ "${KAFKA_IGGY_E2E_COMPAT:-1}" == 0 ]]; then
