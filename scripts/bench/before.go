@@ -67,8 +67,12 @@ func (b *bench) writeBefore(p func(string, ...any)) {
 		{"latency p50 direct Go µs", wLatency, "", tGo, p50, "%.0f", ""},
 	}
 	p("## Before and after\n\n")
-	p("This run beside the report it replaced (%s, %d pass(es) per figure, record-bounded runs of one to a few seconds before this harness). The product code did not change between the two for these figures unless the tuning log below says so: the differences are the harness (steady state, interleaving) and the machine's load. *reading* says whether the earlier figure lies inside this run's range (noise) or outside it.\n\n",
-		b.before.Started.UTC().Format("2006-01-02 15:04 UTC"), max(1, b.before.Plan.Passes))
+	kind := "steady-state runs of this harness"
+	if b.before.Plan.Passes < 2 {
+		kind = "record-bounded runs of one to a few seconds, before this harness: the differences include the harness (steady state, interleaving)"
+	}
+	p("This run beside the report it replaced (%s, %d pass(es) per figure, %s). Between the two, the product changed as the tuning log below and the git log say; the machine's load differs too. *reading* says whether the earlier figure lies inside this run's range (noise) or outside it.\n\n",
+		b.before.Started.UTC().Format("2006-01-02 15:04 UTC"), max(1, b.before.Plan.Passes), kind)
 	p("| figure | before | after | after ÷ before | reading |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
 		bs, as := old.st(r.w, r.v, r.t, r.f), b.st(r.w, r.v, r.t, r.f)
