@@ -638,6 +638,21 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.hw, r.logStart
 		if r.records {
 			first = false
+			// Data is flowing: make room for what the partitions after
+			// this one may add (bounded by the pass's grant) in one step,
+			// so a response larger than the buffer pool keeps (a fresh
+			// buffer each fetch) is not copied again for every partition
+			// it grows by.
+			if i+1 < len(parts) {
+				rest := 0
+				for j := i + 1; j < len(parts); j++ {
+					rest += max(parts[j].maxBytes, 0)
+				}
+				rest = min(rest, respMax-len(buf.B))
+				if rest > cap(buf.B)-len(buf.B) {
+					buf.B = slices.Grow(buf.B, rest)
+				}
+			}
 		}
 		// Only the response's limit (or the budget's) counts: a partition
 		// cut at its own PartitionMaxBytes adds that much and no more, as
