@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 )
@@ -652,4 +655,65 @@ func TestRollingRestartOfSidecars(t *testing.T) {
 		t.Fatalf("group at the end: %v", err)
 	}
 	t.Logf("%d acknowledged records, all consumed", len(want))
+}
+
+// TestPeerWithWrongSecretRefused: a sidecar of the domain with another
+// secret cannot reach the owner: the owner refuses it and logs the reason
+// and the peer's address, the wrong sidecar's clients get a retriable
+// coordinator error, and the owner's own clients are unaffected.
+func TestPeerWithWrongSecretRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	iggyAddr := freeAddr(t)
+	startIggyProc(t, iggyAddr, t.TempDir())
+	good := startClusterSidecar(t, iggyAddr)
+	bad := startClusterSidecar(t, iggyAddr, "KAFKA_IGGY_PEERS__SECRET=not-the-domain-secret-000")
+	ps := []*sidecarProc{good, bad}
+	// A group whose shard the good sidecar serves.
+	var group string
+	waitFor(t, 30*time.Second, "shards active on both sidecars", func() error {
+		for i := range 200 {
+			g := fmt.Sprintf("wrong-secret-%d", i)
+			if shardOwner(ps, cluster.Shard(g, cluster.DefaultShards)) == 0 {
+				group = g
+				return nil
+			}
+		}
+		return errors.New("the good sidecar owns no shard yet")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	badCl, err := kgo.NewClient(kgo.SeedBrokers(bad.kafka), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer badCl.Close()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, badCl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Groups[0].ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("describe through the sidecar with the wrong secret: code %d, want COORDINATOR_NOT_AVAILABLE", code)
+	}
+	waitFor(t, 10*time.Second, "the refusal logged by the owner", func() error {
+		for _, l := range strings.Split(good.logText(), "\n") {
+			if strings.Contains(l, `"close_reason":"wrong_secret"`) && strings.Contains(l, `"peer_address":"127.0.0.1:`) {
+				return nil
+			}
+		}
+		return errors.New("no wrong_secret line")
+	})
+	// The owner's own clients are unaffected.
+	goodCl, err := kgo.NewClient(kgo.SeedBrokers(good.kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer goodCl.Close()
+	resp, err = req.RequestWith(ctx, goodCl)
+	if err != nil || resp.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code { // served: the group has no members yet
+		t.Fatalf("describe through the owner: %v %+v", err, resp)
+	}
 }
