@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,16 +34,6 @@ import (
 )
 
 const acrossSecret = "e2e-peer-secret-0123456789"
-
-func acrossFreeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // acrossProc starts bin with args and env, and returns the value of the
 // JSON log field key from the first line whose message contains msg.
