@@ -4,9 +4,11 @@ package bridge
 //
 // Behavior:
 //   - Group keys (type 0; v0 has no type): this instance, at its advertised
-//     host and port (b.self()), which coordinates every group in memory
-//     (bridge/groups). Any group id gets that answer; JoinGroup refuses an empty
-//     one with INVALID_GROUP_ID.
+//     host and port (b.self()), for every group: the local coordinator
+//     (bridge/groups) or, across sidecars, the cluster router that forwards
+//     the group's requests to its owner (bridge/cluster), so clients only
+//     ever talk to their own sidecar. JoinGroup refuses an empty group id
+//     with INVALID_GROUP_ID.
 //   - Transaction keys (type 1): UNSUPPORTED_VERSION (35), explicitly
 //     (KAFKA-ON-IGGY §4): the gateway has no transactions, and a
 //     non-retriable code makes a transactional producer fail at start

@@ -3,8 +3,10 @@ package bridge
 // JoinGroup: v0-v9
 //
 // Behavior:
-//   - The classic group protocol of bridge/groups, coordinated by this instance
-//     in memory: the request parks until the group's join phase completes
+//   - The classic group protocol of bridge/groups, coordinated in memory by
+//     this instance or, with peers.address set, by the sidecar of the domain
+//     that owns the group's shard (bridge/cluster forwards the call and
+//     relays the answer; same behaviour): the request parks until the group's join phase completes
 //     (all members rejoined, the rebalance timeout, or the initial rebalance
 //     delay of a new group), then every member gets the new generation, the
 //     chosen protocol and the leader; the leader alone gets the member list
@@ -39,7 +41,9 @@ package bridge
 // static leader of a Stable group gets the member list with SkipAssignment
 // set; before v9 it is told the previous leader id and acts as a follower.
 //
-// Iggy commands: none.
+// Iggy commands: none; across sidecars the owner's first touch of a group
+// reads and raises its stored generation ceiling (GET_CONSUMER_OFFSET,
+// POLL_MESSAGES, SEND_MESSAGES, STORE_CONSUMER_OFFSET on gens.<domain>).
 
 import (
 	"bytes"

@@ -3,7 +3,10 @@ package bridge
 // ListGroups: v0-v5
 //
 // Behavior:
-//   - Every group this instance coordinates (bridge/groups), sorted by id, with
+//   - Every group this instance coordinates (bridge/groups) and, across
+//     sidecars, every group of the domain (the router asks every owner and
+//     merges; an owner that cannot be reached answers
+//     COORDINATOR_NOT_AVAILABLE), sorted by id, with
 //     its protocol type ("" for groups that only commit offsets). Groups
 //     live in memory: after a restart, or once an Empty group was
 //     forgotten, a group whose offsets are still in Iggy is not listed.
