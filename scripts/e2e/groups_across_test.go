@@ -12,7 +12,8 @@ package e2e
 // Every partition is assigned to exactly one member and DescribeGroups
 // through each sidecar agrees; every record is consumed; kafka-consumer-groups
 // --list and --describe through every sidecar show the group, its members
-// and its lag.
+// and its lag. Then the sidecar coordinating the group is killed (SIGKILL):
+// the other four clients re-form it and consume what is produced after.
 
 import (
 	"bufio"
@@ -29,15 +30,46 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const acrossSecret = "e2e-peer-secret-0123456789"
 
+// acrossLog is a process's JSON log lines.
+type acrossLog struct {
+	mu    sync.Mutex
+	lines []map[string]any
+	cmd   *exec.Cmd
+}
+
+// owns reports whether the log's last word on shard k is "active here".
+func (l *acrossLog) owns(k int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	active := false
+	for _, line := range l.lines {
+		if sh, ok := line["shard"].(float64); ok && int(sh) == k {
+			switch line["message"] {
+			case "coordination: shard active here":
+				active = true
+			case "coordination: shard released":
+				active = false
+			}
+		}
+	}
+	return active
+}
+
 // acrossProc starts bin with args and env, and returns the value of the
 // JSON log field key from the first line whose message contains msg.
 func acrossProc(t *testing.T, bin string, env []string, msg, key string, args ...string) string {
+	v, _ := acrossProcLog(t, bin, env, msg, key, args...)
+	return v
+}
+
+func acrossProcLog(t *testing.T, bin string, env []string, msg, key string, args ...string) (string, *acrossLog) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var base []string
@@ -55,13 +87,20 @@ func acrossProc(t *testing.T, bin string, env []string, msg, key string, args ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	log := &acrossLog{cmd: cmd}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			var line map[string]any
-			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(fmt.Sprint(line["message"]), msg) {
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			log.mu.Lock()
+			log.lines = append(log.lines, line)
+			log.mu.Unlock()
+			if strings.Contains(fmt.Sprint(line["message"]), msg) {
 				if v, ok := line[key].(string); ok {
 					select {
 					case found <- v:
@@ -74,11 +113,11 @@ func acrossProc(t *testing.T, bin string, env []string, msg, key string, args ..
 	}()
 	select {
 	case v := <-found:
-		return v
+		return v, log
 	case <-time.After(60 * time.Second):
 		t.Fatalf("%s %v: no %q line within 60s", bin, args, msg)
 	}
-	return ""
+	return "", nil
 }
 
 // acrossLines collects the lines a member process prints.
@@ -99,9 +138,9 @@ func (l *acrossLines) has(v string) bool {
 	return l.seen[v]
 }
 
-// acrossMember runs a consumer process until the test ends, feeding its
-// stdout lines to got.
-func acrossMember(t *testing.T, got *acrossLines, name string, args ...string) {
+// acrossMember runs a consumer process until the test ends (or stop),
+// feeding its stdout lines to got.
+func acrossMember(t *testing.T, got *acrossLines, name string, args ...string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
@@ -124,14 +163,19 @@ func acrossMember(t *testing.T, got *acrossLines, name string, args ...string) {
 			got.add(strings.TrimSpace(sc.Text()))
 		}
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s stderr:\n%s", name, stderr.String())
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = cmd.Wait()
+			if t.Failed() {
+				t.Logf("%s stderr:\n%s", name, stderr.String())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // acrossPython is a confluent-kafka consumer printing each value.
@@ -164,8 +208,9 @@ func TestGroupAcrossSidecars(t *testing.T) {
 	}
 	iggyAddr := acrossProc(t, bin, nil, "embedded Iggy server listening", "listen", "embedded-iggy", "--listen", "127.0.0.1:0")
 	sidecars := make([]string, 3)
+	logs := make([]*acrossLog, 3)
 	for i := range sidecars {
-		sidecars[i] = acrossProc(t, bin, []string{
+		sidecars[i], logs[i] = acrossProcLog(t, bin, []string{
 			"KAFKA_IGGY_EMBEDDED__MODE=off",
 			"KAFKA_IGGY_IGGY__ADDRESS=" + iggyAddr,
 			"KAFKA_IGGY_LISTENER__ADDRESS=127.0.0.1:0",
@@ -184,7 +229,23 @@ func TestGroupAcrossSidecars(t *testing.T) {
 		defer cl.Close()
 		admins[i] = kadm.NewClient(cl)
 	}
-	const topic, group, partitions, records = "across", "g-across-clients", 8, 400
+	const topic, partitions, records = "across", 8, 400
+	// A group coordinated by sidecar 2 (killed at the end).
+	group := ""
+	for deadline := time.Now().Add(30 * time.Second); group == "" && time.Now().Before(deadline); {
+		for i := range 500 {
+			if g := fmt.Sprintf("g-across-%d", i); logs[2].owns(cluster.Shard(g, cluster.DefaultShards)) {
+				group = g
+				break
+			}
+		}
+		if group == "" {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if group == "" {
+		t.Fatal("sidecar 2 owns no shard")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if _, err := admins[0].CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
@@ -226,7 +287,7 @@ func TestGroupAcrossSidecars(t *testing.T) {
 		"--consumer-property", "partition.assignment.strategy=org.apache.kafka.clients.consumer.RangeAssignor",
 		"--consumer-property", "client.id=across-java")
 	// kcat's balanced consumer (librdkafka) on sidecar 2.
-	acrossMember(t, got, "kcat -G", kcat, "-b", sidecars[2], "-G", group, "-o", "beginning", "-u", "-q", "-f", "%s\n",
+	stopKcat := acrossMember(t, got, "kcat -G", kcat, "-b", sidecars[2], "-G", group, "-o", "beginning", "-u", "-q", "-f", "%s\n",
 		"-X", "partition.assignment.strategy=range", "-X", "client.id=across-librdkafka", topic)
 	// confluent-kafka (Python, librdkafka inside the wheel) on sidecar 1.
 	acrossMember(t, got, "confluent-kafka-python", filepath.Join(pythonVenv(), "bin", "python"), "-u", "-c", acrossPython,
@@ -312,6 +373,48 @@ func TestGroupAcrossSidecars(t *testing.T) {
 			}
 		}
 	}
+
+	// SIGKILL of the sidecar that coordinates the group (kcat's, which goes
+	// with it): the four other clients re-form the group and go on.
+	killed := time.Now()
+	if err := logs[2].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	stopKcat()
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		if _, last = acrossDescribe(ctx, admins[:2], group, topic, partitions, 4); last == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group not re-formed after the owner's SIGKILL: %v", last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("owner SIGKILL -> group Stable with the 4 other clients in %v", time.Since(killed).Round(time.Millisecond))
+	var more []*kgo.Record
+	for i := range 200 {
+		more = append(more, &kgo.Record{Value: []byte(fmt.Sprintf("y%05d", i))})
+	}
+	if err := prod.ProduceSync(ctx, more...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		missing := 0
+		for _, r := range more {
+			if !got.has(string(r.Value)) {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records produced after the kill not consumed", missing, len(more))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("records produced after the owner's SIGKILL consumed %v after the kill", time.Since(killed).Round(time.Millisecond))
+
 }
 
 // acrossDescribe checks that every sidecar describes the group Stable with
