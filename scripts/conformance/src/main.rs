@@ -7,12 +7,13 @@
 //! Usage: iggy-conformance [--addr HOST:PORT] [--username U] [--password P]
 //! Environment: IGGY_ADDR, IGGY_USERNAME, IGGY_PASSWORD (flags win).
 
+mod common;
+
+use common::*;
 use iggy::prelude::*;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::str::FromStr;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Upper bound for one step. The SDK's own reply timeout is 30 s; a step
 /// makes at most a few round trips, so a server that stays silent is reported
@@ -70,53 +71,6 @@ fn reference_topic_options() -> Vec<(&'static str, HeaderKind, Vec<u8>)> {
 /// DESCRIBE_OPTIONS may list them (tolerated, not required).
 const SDK_EXTRA_TOPIC_KEYS: &[&str] = &["durability", "consumer_offset_durability"];
 
-type StepResult = Result<(), String>;
-
-struct Runner {
-    passed: u32,
-    failed: u32,
-}
-
-impl Runner {
-    fn record(&mut self, step: &str, result: StepResult) -> bool {
-        match result {
-            Ok(()) => {
-                self.passed += 1;
-                println!("PASS {step}");
-                true
-            }
-            Err(detail) => {
-                self.failed += 1;
-                println!("FAIL {step}: {}", detail.replace('\n', " "));
-                false
-            }
-        }
-    }
-
-    async fn step<F>(&mut self, step: &str, fut: F) -> bool
-    where
-        F: Future<Output = StepResult>,
-    {
-        let result = match tokio::time::timeout(STEP_TIMEOUT, fut).await {
-            Ok(result) => result,
-            Err(_) => Err(format!("timed out after {}s", STEP_TIMEOUT.as_secs())),
-        };
-        self.record(step, result)
-    }
-
-    fn skip(&mut self, step: &str, why: &str) {
-        self.record(step, Err(format!("not run: {why}")));
-    }
-}
-
-fn e(context: &str, error: IggyError) -> String {
-    format!("{context}: {error} (code {})", error.as_code())
-}
-
-fn ensure(condition: bool, detail: impl FnOnce() -> String) -> StepResult {
-    if condition { Ok(()) } else { Err(detail()) }
-}
-
 fn expect_code<T: std::fmt::Debug>(
     what: &str,
     result: Result<T, IggyError>,
@@ -132,73 +86,6 @@ fn expect_code<T: std::fmt::Debug>(
             error.as_code()
         )),
     }
-}
-
-struct Config {
-    addr: String,
-    username: String,
-    password: String,
-}
-
-fn parse_args() -> Result<Config, String> {
-    let mut config = Config {
-        addr: std::env::var("IGGY_ADDR").unwrap_or_else(|_| "127.0.0.1:8090".to_owned()),
-        username: std::env::var("IGGY_USERNAME").unwrap_or_else(|_| "iggy".to_owned()),
-        password: std::env::var("IGGY_PASSWORD").unwrap_or_else(|_| "iggy".to_owned()),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
-            None => (arg.clone(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "--addr" => config.addr = value("--addr")?,
-            "--username" => config.username = value("--username")?,
-            "--password" => config.password = value("--password")?,
-            "-h" | "--help" => {
-                println!(
-                    "usage: iggy-conformance [--addr HOST:PORT] [--username U] [--password P]\n\
-                     env: IGGY_ADDR (default 127.0.0.1:8090), IGGY_USERNAME, IGGY_PASSWORD (default iggy/iggy)"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument: {other}")),
-        }
-    }
-    Ok(config)
-}
-
-/// A TCP client with automatic reconnection switched off, so that a server
-/// dropping the connection shows up as a failure instead of being papered
-/// over by a transparent reconnect and re-login.
-fn new_client(addr: &str) -> Result<IggyClient, String> {
-    let mut config = TcpClientConfig {
-        server_address: addr.to_owned(),
-        nodelay: true,
-        ..TcpClientConfig::default()
-    };
-    config.reconnection.enabled = false;
-    config.reconnection.max_retries = Some(0);
-    let tcp = TcpClient::create(Arc::new(config)).map_err(|error| e("create TCP client", error))?;
-    IggyClient::builder()
-        .with_client(ClientWrapper::Tcp(tcp))
-        .build()
-        .map_err(|error| e("build IggyClient", error))
-}
-
-fn unique_suffix() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{:x}{:x}", nanos & 0xffff_ffff_ffff, std::process::id())
 }
 
 fn header_key(name: &str) -> HeaderKey {
@@ -308,7 +195,10 @@ fn option_value<'a>(options: &'a ResourceOptions, key: &str) -> Option<&'a Optio
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let config = match parse_args() {
+    let config = match parse_args(
+        "usage: iggy-conformance [--addr HOST:PORT] [--username U] [--password P]\n\
+         env: IGGY_ADDR (default 127.0.0.1:8090), IGGY_USERNAME, IGGY_PASSWORD (default iggy/iggy)",
+    ) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("iggy-conformance: {error}");

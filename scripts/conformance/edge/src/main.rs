@@ -10,11 +10,13 @@
 //! Usage: iggy-conformance-edge [--addr HOST:PORT] [--username U] [--password P]
 //! Environment: IGGY_ADDR, IGGY_USERNAME, IGGY_PASSWORD (flags win).
 
+#[path = "../../src/common.rs"]
+mod common;
+
+use common::*;
 use iggy::prelude::*;
-use std::future::Future;
 use std::str::FromStr;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 const SDK_CRATE_VERSION: &str = "0.11.1-edge.9";
@@ -22,119 +24,13 @@ const PARTITIONS: u32 = 3;
 const TARGET_PARTITION: u32 = 1;
 const MESSAGES: u32 = 10;
 
-type StepResult = Result<(), String>;
-
-struct Runner {
-    passed: u32,
-    failed: u32,
-}
-
-impl Runner {
-    fn record(&mut self, step: &str, result: StepResult) -> bool {
-        match result {
-            Ok(()) => {
-                self.passed += 1;
-                println!("PASS {step}");
-                true
-            }
-            Err(detail) => {
-                self.failed += 1;
-                println!("FAIL {step}: {}", detail.replace('\n', " "));
-                false
-            }
-        }
-    }
-
-    async fn step<F>(&mut self, step: &str, fut: F) -> bool
-    where
-        F: Future<Output = StepResult>,
-    {
-        let result = match tokio::time::timeout(STEP_TIMEOUT, fut).await {
-            Ok(result) => result,
-            Err(_) => Err(format!("timed out after {}s", STEP_TIMEOUT.as_secs())),
-        };
-        self.record(step, result)
-    }
-}
-
-fn e(context: &str, error: IggyError) -> String {
-    format!("{context}: {error} (code {})", error.as_code())
-}
-
-fn ensure(condition: bool, detail: impl FnOnce() -> String) -> StepResult {
-    if condition { Ok(()) } else { Err(detail()) }
-}
-
-struct Config {
-    addr: String,
-    username: String,
-    password: String,
-}
-
-fn parse_args() -> Result<Config, String> {
-    let mut config = Config {
-        addr: std::env::var("IGGY_ADDR").unwrap_or_else(|_| "127.0.0.1:8090".to_owned()),
-        username: std::env::var("IGGY_USERNAME").unwrap_or_else(|_| "iggy".to_owned()),
-        password: std::env::var("IGGY_PASSWORD").unwrap_or_else(|_| "iggy".to_owned()),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) => (flag.to_owned(), Some(value.to_owned())),
-            None => (arg.clone(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "--addr" => config.addr = value("--addr")?,
-            "--username" => config.username = value("--username")?,
-            "--password" => config.password = value("--password")?,
-            "-h" | "--help" => {
-                println!("usage: iggy-conformance-edge [--addr HOST:PORT] [--username U] [--password P]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument: {other}")),
-        }
-    }
-    Ok(config)
-}
-
-/// A TCP client without automatic reconnection, so a dropped connection is a
-/// failure rather than a transparent re-login.
-fn new_client(addr: &str) -> Result<IggyClient, String> {
-    let mut config = TcpClientConfig {
-        server_address: addr.to_owned(),
-        nodelay: true,
-        ..TcpClientConfig::default()
-    };
-    config.reconnection.enabled = false;
-    config.reconnection.max_retries = Some(0);
-    let tcp = TcpClient::create(Arc::new(config)).map_err(|error| e("create TCP client", error))?;
-    IggyClient::builder()
-        .with_client(ClientWrapper::Tcp(tcp))
-        .build()
-        .map_err(|error| e("build IggyClient", error))
-}
-
-fn unique_suffix() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{:x}{:x}", nanos & 0xffff_ffff_ffff, std::process::id())
-}
-
 fn payload(i: u32) -> String {
     format!("edge-message-{i:03}")
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let config = match parse_args() {
+    let config = match parse_args("usage: iggy-conformance-edge [--addr HOST:PORT] [--username U] [--password P]") {
         Ok(config) => config,
         Err(error) => {
             eprintln!("iggy-conformance-edge: {error}");
