@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,6 +249,172 @@ func TestKafkaStreams(t *testing.T) {
 			took = awaitCounts(t, tg, out, want, 3*time.Minute, s)
 			t.Logf("%s: counts after the restore from the changelog in %v", tg.Name, took.Round(time.Second))
 			s.stop(t)
+		})
+	}
+}
+
+// freePort is a loopback TCP port free at the time of the call.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// connectArgs are the JVM arguments of a Connect distributed worker
+// (dir/libs: connect-runtime, connect-file) with worker properties props.
+func connectArgs(dir, props string) []string {
+	root, _ := repoRoot()
+	return []string{"-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dlog4j2.configurationFile=" + filepath.Join(root, "scripts", "kafka", "log4j2.properties"),
+		"-cp", filepath.Join(dir, "libs", "*"), "org.apache.kafka.connect.cli.ConnectDistributed", props}
+}
+
+// connectREST sends one REST call to a worker and returns the status and body.
+func connectREST(ctx context.Context, method, url, body string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
+}
+
+// waitFileLines waits until path holds want (line by line), or fails after d.
+func waitFileLines(t *testing.T, who, path string, want []string, d time.Duration, app *javaApp) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var got []string
+	for {
+		b, _ := os.ReadFile(path)
+		got = strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(b) == 0 {
+			got = nil
+		}
+		if len(got) >= len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s has %d lines after %v, want %d\nworker output:\n%s", who, path, len(got), d, len(want), app.output())
+		}
+		time.Sleep(500 * time.Millisecond) // the sink writes the file on its own schedule
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s: %s holds %d lines, want exactly %d in order (first %q, last %q)", who, path, len(got), len(want), got[0], got[len(got)-1])
+	}
+}
+
+// TestKafkaConnect: a Kafka Connect distributed worker (connect-runtime and
+// the FileStream connectors from Maven Central, apps/connect-pom.xml) starts on each
+// target with its config, offsets and status topics created by itself
+// (compact), a FileStream source and sink move a file through a topic, and
+// after a worker restart the connectors resume from their stored offsets:
+// the lines added meanwhile arrive once, nothing is read twice.
+func TestKafkaConnect(t *testing.T) {
+	lookTool(t, "java")
+	base := filepath.Dir(KafkaCacheDir("x"))
+	jars, _ := filepath.Glob(filepath.Join(base, "connect-*", "libs", "connect-file-*.jar"))
+	if len(jars) != 1 {
+		missingDependency(t, "Kafka Connect is not installed in %s/connect-VERSION (scripts/kafka/install.sh)", base)
+	}
+	dir := filepath.Dir(filepath.Dir(jars[0]))
+	t.Logf("Kafka Connect from %s", dir)
+	for _, tg := range appTargets(t) {
+		t.Run(tg.Name, func(t *testing.T) {
+			group := uniqueTopic("connect")
+			topic := group + "-lines"
+			work := t.TempDir()
+			in, out := filepath.Join(work, "in.txt"), filepath.Join(work, "out.txt")
+			var lines []string
+			for i := 1; i <= 100; i++ {
+				lines = append(lines, fmt.Sprintf("line %03d through %s", i, tg.Name))
+			}
+			if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			port := freePort(t)
+			props := filepath.Join(work, "worker.properties")
+			// The settings of Kafka's config/connect-distributed.properties
+			// for a one-broker cluster (replication factor 1).
+			cfg := strings.Join([]string{
+				"bootstrap.servers=" + tg.Bootstrap,
+				"group.id=" + group,
+				"key.converter=org.apache.kafka.connect.json.JsonConverter",
+				"value.converter=org.apache.kafka.connect.json.JsonConverter",
+				"offset.storage.topic=" + group + "-offsets",
+				"config.storage.topic=" + group + "-configs",
+				"status.storage.topic=" + group + "-status",
+				"offset.storage.replication.factor=1",
+				"config.storage.replication.factor=1",
+				"status.storage.replication.factor=1",
+				fmt.Sprintf("listeners=http://127.0.0.1:%d", port),
+			}, "\n") + "\n"
+			if err := os.WriteFile(props, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			base := fmt.Sprintf("http://127.0.0.1:%d", port)
+			ctx := testCtx(t, 8*time.Minute)
+
+			w := startJavaApp(t, connectArgs(dir, props)...)
+			start := time.Now()
+			for _, c := range []string{
+				`{"name":"file-source","config":{"connector.class":"org.apache.kafka.connect.file.FileStreamSourceConnector","tasks.max":"1","file":"` + in + `","topic":"` + topic + `"}}`,
+				`{"name":"file-sink","config":{"connector.class":"org.apache.kafka.connect.file.FileStreamSinkConnector","tasks.max":"1","file":"` + out + `","topics":"` + topic + `"}}`,
+			} {
+				for {
+					code, body, err := connectREST(ctx, "POST", base+"/connectors", c)
+					if err == nil && code == http.StatusCreated {
+						break
+					}
+					if ctx.Err() != nil || time.Since(start) > 3*time.Minute {
+						t.Fatalf("%s: creating a connector: %d %s %v\nworker output:\n%s", tg.Name, code, tail(body, 5), err, w.output())
+					}
+					time.Sleep(time.Second) // the worker's REST server and group join come up on their own
+				}
+			}
+			waitFileLines(t, tg.Name, out, lines, 3*time.Minute, w)
+			t.Logf("%s: the file went through %s in %v (worker start included)", tg.Name, topic, time.Since(start).Round(time.Second))
+
+			// The worker topics as Connect created them.
+			adm := kadm.NewClient(newKgo(t, tg))
+			rcs, err := adm.DescribeTopicConfigs(ctx, group+"-offsets", group+"-configs", group+"-status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rc := range rcs {
+				for _, c := range rc.Configs {
+					if c.Key == "cleanup.policy" && c.MaybeValue() != "compact" {
+						t.Errorf("%s: %s cleanup.policy %q", tg.Name, rc.Name, c.MaybeValue())
+					}
+				}
+			}
+
+			// Restart: the lines added while the worker is down arrive once.
+			w.stop(t)
+			f, err := os.OpenFile(in, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 101; i <= 150; i++ {
+				l := fmt.Sprintf("line %03d through %s", i, tg.Name)
+				lines = append(lines, l)
+				fmt.Fprintln(f, l)
+			}
+			_ = f.Close()
+			start = time.Now()
+			w = startJavaApp(t, connectArgs(dir, props)...)
+			waitFileLines(t, tg.Name+" after the restart", out, lines, 3*time.Minute, w)
+			t.Logf("%s: resumed after the restart in %v", tg.Name, time.Since(start).Round(time.Second))
+			w.stop(t)
 		})
 	}
 }

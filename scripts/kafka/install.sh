@@ -14,9 +14,11 @@
 #      KafkaScenarios.java) compiled against each version's kafka-clients into
 #      $KAFKA_IGGY_CACHE/kafka-VERSION/classes (gson, which they use to speak
 #      JSON, in .../extra).
-#   2b. The Kafka apps of scripts/e2e/apps (4.x): kafka-streams and
-#      connect-file with their runtime closure in $KAFKA_IGGY_CACHE/kafka-VERSION/apps,
+#   2b. The Kafka apps of scripts/e2e/apps (4.x): kafka-streams with its
+#      runtime closure in $KAFKA_IGGY_CACHE/kafka-VERSION/apps,
 #      StreamsWordCount.java compiled into .../apps-classes.
+#   2c. Kafka Connect (connect-runtime and connect-file, the newest release
+#      serving both, apps/connect-pom.xml) in $KAFKA_IGGY_CACHE/connect-VERSION/libs.
 #   3. Python: a venv in $KAFKA_IGGY_CACHE/venv with confluent-kafka,
 #      kafka-python and the codec modules kafka-python needs, from PyPI
 #      (versions pinned in scripts/e2e/python/requirements.txt).
@@ -135,15 +137,14 @@ for v in "${versions[@]}"; do
         echo "$stamp" >"$dir/classes.stamp"
     fi
 
-    # 2b. the Kafka apps of scripts/e2e/apps (4.x only): Kafka Streams and
-    # Connect's FileStream connectors from Maven Central into $dir/apps, the
-    # Streams word count compiled into $dir/apps-classes. Connect's worker
-    # (connect-runtime) is already in $dir/libs with the tools.
+    # 2b. the Kafka apps of scripts/e2e/apps (4.x only): Kafka Streams from
+    # Maven Central into $dir/apps, the Streams word count compiled into
+    # $dir/apps-classes.
     if [[ "$v" == 4.* ]]; then
         apps_src="$repo/scripts/e2e/apps"
         stamp="$( { echo "$v"; cat "$apps_src/pom.xml" "$apps_src"/*.java; } | sha256sum | cut -d' ' -f1)"
         if [[ "$(cat "$dir/apps.stamp" 2>/dev/null || true)" != "$stamp" || ! -f "$dir/apps-classes/StreamsWordCount.class" ]]; then
-            log "Kafka $v: copying Kafka Streams and the FileStream connectors from Maven Central"
+            log "Kafka $v: copying Kafka Streams from Maven Central"
             start=$SECONDS
             rm -rf "$dir/apps" "$dir/apps-classes" "$dir/apps.stamp"
             mkdir -p "$dir/apps-classes"
@@ -156,6 +157,24 @@ for v in "${versions[@]}"; do
         fi
     fi
 done
+
+# 2c. Kafka Connect (scripts/e2e/apps/connect-pom.xml: the newest release
+# whose worker and FileStream connectors are both on Maven Central) into
+# $cache/connect-VERSION/libs.
+connect_pom="$repo/scripts/e2e/apps/connect-pom.xml"
+connect_version="$(sed -n 's:.*<connect.version>\(.*\)</connect.version>.*:\1:p' "$connect_pom")"
+cdir="$cache/connect-$connect_version"
+stamp="$(sha256sum <"$connect_pom" | cut -d' ' -f1)"
+if [[ "$(cat "$cdir/libs.stamp" 2>/dev/null || true)" != "$stamp" || ! -f "$cdir/libs/connect-file-$connect_version.jar" ]]; then
+    log "Kafka Connect $connect_version: copying the worker and the FileStream connectors from Maven Central"
+    start=$SECONDS
+    rm -rf "$cdir"
+    mkdir -p "$cdir"
+    quiet "mvn (Kafka Connect $connect_version)" mvn -q -B -Dstyle.color=never -f "$connect_pom" \
+        dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$cdir/libs"
+    echo "$stamp" >"$cdir/libs.stamp"
+    log "Kafka Connect $connect_version: $(ls "$cdir/libs" | wc -l) jars in $((SECONDS - start)) s"
+fi
 
 # 3. Python clients
 venv="$cache/venv"
