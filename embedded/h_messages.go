@@ -171,6 +171,11 @@ func (s *Server) poll(c *conn, r *request, req *iggy.PollMessagesRequest, maxByt
 	if !ok {
 		return out
 	}
+	// One snapshot for the whole reply, as the real server's build_poll_plan
+	// loads the commit offset once: the messages are read below its
+	// NextOffset and the reply reports its CurrentOffset, so an append
+	// landing meanwhile can neither be half seen nor make "no messages"
+	// look like an offset below retention.
 	st := tg.p.stateOf()
 	var start uint64
 	fromTimestamp := false
@@ -201,9 +206,9 @@ func (s *Server) poll(c *conn, r *request, req *iggy.PollMessagesRequest, maxByt
 	if maxBytes > 0 {
 		maxRecords = min(maxRecords, max(maxBytes-len(body), 1))
 	}
-	body, n, last := pollInto(body, tg.p.log, fromTimestamp, req.Strategy.Value, start, req.Count, maxRecords)
+	body, n, last := pollInto(body, tg.p.log, st.NextOffset(), fromTimestamp, req.Strategy.Value, start, req.Count, maxRecords)
 	c.out = body
-	resp := iggy.PollMessagesResponse{PartitionID: tg.p.id, CurrentOffset: tg.p.stateOf().CurrentOffset, Count: n}
+	resp := iggy.PollMessagesResponse{PartitionID: tg.p.id, CurrentOffset: st.CurrentOffset, Count: n}
 	s.proto.Outgoing(&resp).AppendTo(body[:0]) // rewrite the prefix in place
 	s.readBytes.Add(uint64(len(body)))
 	if n > 0 {
@@ -270,10 +275,10 @@ func (s *Server) resolvePoll(r *request, req *iggy.PollMessagesRequest) (pollTar
 }
 
 // pollInto appends to dst up to count messages from l, starting at offset
-// start (or at the first batch appended at or after ts), as stored batch
-// records, keeping the records within maxBytes. It returns the number of
+// start (or at the first batch appended at or after ts) and below before,
+// as stored batch records, keeping the records within maxBytes. It returns the number of
 // messages appended and the offset of the last one.
-func pollInto(dst []byte, l *plog.Log, fromTimestamp bool, ts, start uint64, count uint32, maxBytes int) ([]byte, uint32, uint64) {
+func pollInto(dst []byte, l *plog.Log, before uint64, fromTimestamp bool, ts, start uint64, count uint32, maxBytes int) ([]byte, uint32, uint64) {
 	base := len(dst)
 	var total uint32
 	var last uint64
@@ -282,9 +287,9 @@ func pollInto(dst []byte, l *plog.Log, fromTimestamp bool, ts, start uint64, cou
 		mark := len(dst)
 		var got uint32
 		if fromTimestamp && total == 0 {
-			dst, got = l.PollTimestamp(dst, ts, want)
+			dst, got = l.PollTimestampBefore(dst, ts, want, before)
 		} else {
-			dst, got = l.Poll(dst, start, want)
+			dst, got = l.PollBefore(dst, start, want, before)
 		}
 		if got == 0 {
 			break

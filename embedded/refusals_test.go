@@ -24,6 +24,7 @@ const (
 	chEviction                 // Eviction frame
 	chSilence                  // no reply at all
 	chClosed                   // connection dropped
+	chSnapshot                 // polls at the tail during sends (a race, run by pollSnapshotRace; no request)
 )
 
 type expect struct {

@@ -99,6 +99,15 @@ type State struct {
 	SegmentsCount uint32
 }
 
+// NextOffset is the offset the next appended message gets: the exclusive
+// bound of what this snapshot saw (pass it to PollBefore).
+func (s State) NextOffset() uint64 {
+	if s.HasMessages {
+		return s.CurrentOffset + 1
+	}
+	return s.FirstOffset
+}
+
 // entry indexes one stored batch record.
 type entry struct {
 	offset uint64 // base_offset
@@ -373,15 +382,24 @@ func (l *Log) State() State {
 // in range. It returns the extended buffer and the number of messages
 // appended; past the end, count 0, an empty or closed log give (dst, 0).
 func (l *Log) Poll(dst []byte, start uint64, count uint32) (out []byte, n uint32) {
+	return l.PollBefore(dst, start, count, math.MaxUint64)
+}
+
+// PollBefore is Poll limited to the messages with offsets below before:
+// given a State's NextOffset, it returns only messages that State saw, so
+// a reply can pair them with that State's CurrentOffset (the real server
+// bounds a poll by the commit offset it reports, build_poll_plan).
+func (l *Log) PollBefore(dst []byte, start uint64, count uint32, before uint64) (out []byte, n uint32) {
 	if count == 0 {
 		return dst, 0
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.msgs == 0 || start >= l.next {
+	limit := min(l.next, before)
+	if l.closed || l.msgs == 0 || start >= limit {
 		return dst, 0
 	}
-	end := l.next - 1
+	end := limit - 1
 	if e := start + uint64(count) - 1; e >= start && e < end { // e < start: wrapped
 		end = e
 	}
@@ -404,12 +422,19 @@ func (l *Log) Poll(dst []byte, start uint64, count uint32) (out []byte, n uint32
 // message of the first stored batch whose base_timestamp is >= ts (batch
 // granularity, §7.3), as Poll does.
 func (l *Log) PollTimestamp(dst []byte, ts uint64, count uint32) (out []byte, n uint32) {
+	return l.PollTimestampBefore(dst, ts, count, math.MaxUint64)
+}
+
+// PollTimestampBefore is PollTimestamp limited to offsets below before, as
+// PollBefore.
+func (l *Log) PollTimestampBefore(dst []byte, ts uint64, count uint32, before uint64) (out []byte, n uint32) {
 	if count == 0 {
 		return dst, 0
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if l.closed || l.msgs == 0 {
+	limit := min(l.next, before)
+	if l.closed || l.msgs == 0 || limit == 0 {
 		return dst, 0
 	}
 	// Base timestamps strictly increase over the whole log; an empty
@@ -424,7 +449,10 @@ func (l *Log) PollTimestamp(dst []byte, ts uint64, count uint32) (out []byte, n 
 	es := l.segs[si].entries
 	ei := sort.Search(len(es), func(i int) bool { return es[i].ts >= ts })
 	start := es[ei].offset
-	end := l.next - 1
+	if start >= limit {
+		return dst, 0
+	}
+	end := limit - 1
 	if e := start + uint64(count) - 1; e >= start && e < end {
 		end = e
 	}
