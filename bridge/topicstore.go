@@ -264,16 +264,25 @@ func (s *topicStore) measureCompact() {
 	s.b.metrics.SetCompactBytes(total)
 }
 
-// fresh reads the store when the view is older than storeMaxAge. A failed
-// read keeps the older view (logged); the hot paths go on with it.
+// fresh reads the store when the view is older than storeMaxAge. Only the
+// request that finds the view stale first reads Iggy; requests arriving while
+// that read (or an admin read to the end) is under way go on with the current
+// view instead of queueing behind it on the produce and fetch paths (until a
+// first view exists, they wait for it). A failed read keeps the older view
+// (logged).
 func (s *topicStore) fresh(ctx context.Context) {
 	s.mu.RLock()
 	ok := time.Since(s.syncedAt) < storeMaxAge
+	loaded := !s.syncedAt.IsZero()
 	s.mu.RUnlock()
 	if ok {
 		return
 	}
-	s.syncMu.Lock()
+	if !loaded {
+		s.syncMu.Lock() // nothing read yet: every request waits for the first view
+	} else if !s.syncMu.TryLock() {
+		return
+	}
 	defer s.syncMu.Unlock()
 	s.mu.RLock()
 	ok = time.Since(s.syncedAt) < storeMaxAge
