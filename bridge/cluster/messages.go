@@ -7,8 +7,6 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
-// groupReq is a request naming one group (heartbeat, describe, delete,
-// validate, offset-delete check all start with the group).
 func putJoinParams(e *enc, p *groups.JoinParams) {
 	e.str(p.Group)
 	e.str(p.MemberID)
