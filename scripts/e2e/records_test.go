@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -310,6 +311,50 @@ func createTopic(t *testing.T, tg Target, topic string, partitions int32) {
 	ctx := testCtx(t, 20*time.Second)
 	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		t.Fatalf("%s: create topic %s (%d partitions): %v", tg.Name, topic, partitions, err)
+	}
+	awaitTopic(t, ctx, tg, adm, topic, partitions)
+}
+
+// awaitTopic waits until a metadata request shows topic with every partition
+// led, as a Kafka client does before it uses a topic it just created: a
+// broker answers CreateTopics once the controller has the topic, and its own
+// metadata can lag behind by a moment (UNKNOWN_TOPIC_OR_PARTITION, or
+// LEADER_NOT_AVAILABLE), which made raw requests right after a create fail
+// against Apache Kafka under load.
+func awaitTopic(t *testing.T, ctx context.Context, tg Target, adm *kadm.Client, topic string, partitions int32) {
+	t.Helper()
+	var last string
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			td, ok := md.Topics[topic]
+			switch {
+			case !ok:
+				last = "not in metadata"
+			case td.Err != nil:
+				last = td.Err.Error()
+			case int32(len(td.Partitions)) != partitions:
+				last = fmt.Sprintf("%d of %d partitions", len(td.Partitions), partitions)
+			default:
+				led := true
+				for _, p := range td.Partitions {
+					if p.Err != nil || p.Leader < 0 {
+						led, last = false, fmt.Sprintf("partition %d: leader %d, %v", p.Partition, p.Leader, p.Err)
+						break
+					}
+				}
+				if led {
+					return
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: topic %s not usable after its create: %s", tg.Name, topic, last)
+		case <-time.After(50 * time.Millisecond): // poll interval of the wait for the condition above
+		}
 	}
 }
 
