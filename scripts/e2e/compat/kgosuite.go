@@ -58,6 +58,7 @@ type kgoSuiteResult struct {
 	Duration                time.Duration
 	Env                     []string
 	Unexpected              []string
+	Flaky                   []flakyTest // failed once, passed when run again
 }
 
 var kgoListLine = regexp.MustCompile(`^(run|skip|skip-sidecar)\s+(Test\w+)\s*(.*)$`)
@@ -252,45 +253,30 @@ func runKgoSuite(seeds, target, logs string) (kgoSuiteResult, error) {
 	}
 	res.Env = []string{"KGO_SEEDS=" + seeds, "KGO_TEST_RF=1", "KGO_TEST_RECORDS=" + kgoRecords, "KGO_LOG_LEVEL=none", "GOWORK=off", "GOFLAGS=-mod=mod"}
 	fmt.Printf("== compat: franz-go %s kgo suite against %s: %d tests (log: %s)\n", res.Version, target, len(runNames), filepath.Join(logs, "kgo-suite-"+target+".log"))
-	ctx, cancel := context.WithTimeout(context.Background(), kgoTimeout+time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-json", "-count=1", "-timeout", kgoTimeout.String(),
-		"-run", "^("+strings.Join(runNames, "|")+")$", ".")
-	cmd.Dir = pkg
-	cmd.Env = append(os.Environ(), res.Env...)
-	stdout, err := cmd.StdoutPipe()
+	outcome, output, err := kgoRun(pkg, res.Env, runNames, kgoTimeout, filepath.Join(logs, "kgo-suite-"+target+".log"))
 	if err != nil {
 		return res, err
 	}
-	logf, err := os.Create(filepath.Join(logs, "kgo-suite-"+target+".log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
-	cmd.Stderr = logf
-	if err := cmd.Start(); err != nil {
-		return res, err
-	}
-	events, err := readEvents(stdout, logf, false)
-	_ = cmd.Wait()
-	if err != nil {
-		return res, err
-	}
-	outcome := map[string]testEvent{}
-	output := map[string][]string{}
-	for _, ev := range events {
-		if ev.Test == "" || strings.Contains(ev.Test, "/") {
-			if ev.Test != "" && ev.Action == "output" {
-				top, _, _ := strings.Cut(ev.Test, "/")
-				output[top] = append(output[top], ev.Output)
-			}
-			continue
+	// A test that failed runs once more, alone with the others that failed
+	// (rerun.go says why); passing then, it counts and is listed as flaky.
+	var failed []string
+	for _, name := range runNames {
+		if ev, ok := outcome[name]; !ok || ev.Action == "fail" {
+			failed = append(failed, name)
 		}
-		switch ev.Action {
-		case "pass", "fail", "skip":
-			outcome[ev.Test] = ev
-		case "output":
-			output[ev.Test] = append(output[ev.Test], ev.Output)
+	}
+	if len(failed) > 0 && len(failed) <= maxReruns {
+		log := filepath.Join(logs, "kgo-suite-"+target+"-rerun.log")
+		fmt.Printf("== compat: kgo suite against %s: %s failed; running once more (log: %s)\n", target, strings.Join(failed, " "), log)
+		again, againOut, err := kgoRun(pkg, res.Env, failed, rerunTimeout, log)
+		if err == nil {
+			for _, name := range failed {
+				if ev, ok := again[name]; ok && ev.Action == "pass" {
+					res.Flaky = append(res.Flaky, flakyTest{Suite: "kgo suite against " + target, Test: name, FirstFailure: failureLines(output[name], 8)})
+					outcome[name] = ev
+					output[name] = againOut[name]
+				}
+			}
 		}
 	}
 	for i := range res.Tests {
@@ -340,4 +326,51 @@ func failureLines(out []string, max int) string {
 		keep = append(keep[:max], fmt.Sprintf("... (%d more lines in the log)", len(keep)-max))
 	}
 	return strings.Join(keep, "\n")
+}
+
+// kgoRun runs the named tests of pkg/kgo once and returns each one's end
+// event and output; the output goes to logPath.
+func kgoRun(pkg string, env, names []string, timeout time.Duration, logPath string) (map[string]testEvent, map[string][]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-json", "-count=1", "-timeout", timeout.String(),
+		"-run", "^("+strings.Join(names, "|")+")$", ".")
+	cmd.Dir = pkg
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	events, err := readEvents(stdout, logf, false)
+	_ = cmd.Wait()
+	if err != nil {
+		return nil, nil, err
+	}
+	outcome := map[string]testEvent{}
+	output := map[string][]string{}
+	for _, ev := range events {
+		if ev.Test == "" || strings.Contains(ev.Test, "/") {
+			if ev.Test != "" && ev.Action == "output" {
+				top, _, _ := strings.Cut(ev.Test, "/")
+				output[top] = append(output[top], ev.Output)
+			}
+			continue
+		}
+		switch ev.Action {
+		case "pass", "fail", "skip":
+			outcome[ev.Test] = ev
+		case "output":
+			output[ev.Test] = append(output[ev.Test], ev.Output)
+		}
+	}
+	return outcome, output, nil
 }

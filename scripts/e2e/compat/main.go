@@ -113,7 +113,11 @@ func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeou
 
 	fmt.Printf("== compat: go test -json ./scripts/e2e (log: %s)\n", filepath.Join(logs, "e2e.log"))
 	e2eStart := time.Now()
-	events, err := runE2E(env, logs, e2eTimeout, run)
+	events, err := runE2E(env, logs, "e2e", e2eTimeout, run)
+	if err != nil {
+		return err
+	}
+	events, rep.Flaky, err = rerunFailures(env, logs, events)
 	if err != nil {
 		return err
 	}
@@ -162,8 +166,8 @@ type testEvent struct {
 }
 
 // runE2E runs the e2e test binary and returns its events; its output goes
-// to logs/e2e.log as text and logs/e2e.jsonl as events.
-func runE2E(env []string, logs string, timeout time.Duration, run string) ([]testEvent, error) {
+// to logs/<name>.log as text and logs/<name>.jsonl as events.
+func runE2E(env []string, logs, name string, timeout time.Duration, run string) ([]testEvent, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -182,12 +186,12 @@ func runE2E(env []string, logs string, timeout time.Duration, run string) ([]tes
 	if err != nil {
 		return nil, err
 	}
-	textLog, err := os.Create(filepath.Join(logs, "e2e.log"))
+	textLog, err := os.Create(filepath.Join(logs, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	defer textLog.Close()
-	jsonLog, err := os.Create(filepath.Join(logs, "e2e.jsonl"))
+	jsonLog, err := os.Create(filepath.Join(logs, name+".jsonl"))
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +206,7 @@ func runE2E(env []string, logs string, timeout time.Duration, run string) ([]tes
 		return nil, err
 	}
 	if len(events) == 0 {
-		return nil, fmt.Errorf("go test ./scripts/e2e produced no events (%v); see %s", werr, filepath.Join(logs, "e2e.log"))
+		return nil, fmt.Errorf("go test ./scripts/e2e produced no events (%v); see %s", werr, filepath.Join(logs, name+".log"))
 	}
 	return events, nil
 }

@@ -55,6 +55,7 @@ type report struct {
 	Passed                      int
 	Unexpected                  []string
 	Accepted                    []string
+	Flaky                       []flakyTest // e2e tests that failed once and passed when run again (rerun.go)
 
 	tests map[string]*testNode
 }
@@ -558,6 +559,22 @@ func (r *report) markdown() string {
 		}
 	}
 
+	w("\n## Passed on a second run\n\nA test that fails is run once more, alone (scripts/e2e/compat/rerun.go); passing then, it counts as passed and is listed here with the lines of its first failure. A test that fails twice fails the run.\n\n")
+	flaky := slices.Clone(r.Flaky)
+	for _, ks := range r.KgoSuites {
+		flaky = append(flaky, ks.Flaky...)
+	}
+	if len(flaky) == 0 {
+		w("None in this run.\n")
+	}
+	for _, f := range flaky {
+		w("- **%s** (%s), first run:\n  ```\n", f.Test, f.Suite)
+		for _, l := range strings.Split(f.FirstFailure, "\n") {
+			w("  %s\n", l)
+		}
+		w("  ```\n")
+	}
+
 	w("\n## Run\n\n`make e2e` installs what it needs (scripts/install-test-deps.sh: Kafka %s and %s jars and the Java programs via scripts/kafka/install.sh, the Python venv, kcat) and runs `go run ./scripts/e2e/compat -out docs/COMPATIBILITY.md`. ", r.KafkaVersion, r.Kafka3Version)
 	w("This run: Kafka broker start %v, e2e suite %v, kgo suite %v, total %v.\n", r.BrokerStart.Round(100*time.Millisecond), r.E2EDuration.Round(time.Second), r.KgoDuration.Round(time.Second), r.Total.Round(time.Second))
 	if len(r.Unexpected) > 0 {
@@ -582,6 +599,14 @@ func (r *report) summary() string {
 	}
 	for _, ks := range r.KgoSuites {
 		fmt.Fprintf(&b, "== compat: kgo suite against %s: %d passed, %d failed, %d skipped, %d excluded\n", ks.Target, ks.Passed, ks.Failed, ks.Skipped, ks.Excluded)
+	}
+	for _, f := range r.Flaky {
+		fmt.Fprintf(&b, "FLAKY (failed once, passed on its second run): %s: %s\n", f.Test, firstLine(f.FirstFailure))
+	}
+	for _, ks := range r.KgoSuites {
+		for _, f := range ks.Flaky {
+			fmt.Fprintf(&b, "FLAKY (failed once, passed on its second run): %s, %s: %s\n", f.Suite, f.Test, firstLine(f.FirstFailure))
+		}
 	}
 	for _, u := range r.Unexpected {
 		fmt.Fprintf(&b, "UNEXPECTED: %s\n", u)
