@@ -25,7 +25,7 @@
 //
 // Usage:
 //
-//	go run ./scripts/bench [-smoke] [-out docs] [-budget 12m] [-targets ...]
+//	go run ./scripts/bench [-smoke] [-out docs] [-budget 13m] [-targets ...]
 //	    [-measure 5s] [-warm 1.5s] [-passes 2] [-max-load 3] [-max-foreign 0.25]
 //
 // Used internally: `bench kfake ...` runs kfake as a child process.
@@ -104,8 +104,18 @@ type plan struct {
 
 	// Only, when set, limits the run to these workloads (idle, produce,
 	// produce1 = produce acks=1 none only, matched, many, consume,
-	// latency, conns, gnet): for A/B runs of one change.
+	// latency, conns, rebalance, gnet): for A/B runs of one change.
 	Only map[string]bool `json:"only,omitempty"`
+
+	// The rebalance workload (rebalance.go): a topic of RebalPartitions
+	// partitions, franz-go group members with session timeout RebalSession
+	// and heartbeat interval RebalHeartbeat; every wait for the group to be
+	// whole is bounded by RebalWait (the owner kill by RebalSession more).
+	// Not part of -smoke.
+	RebalPartitions int           `json:"rebalance_partitions,omitempty"`
+	RebalSession    time.Duration `json:"rebalance_session_timeout,omitempty"`
+	RebalHeartbeat  time.Duration `json:"rebalance_heartbeat_interval,omitempty"`
+	RebalWait       time.Duration `json:"rebalance_wait_max,omitempty"`
 
 	Gnet           bool          `json:"gnet_sweep"`
 	GnetAll        bool          `json:"gnet_all_settings"`
@@ -117,7 +127,7 @@ type plan struct {
 
 func fullPlan() plan {
 	return plan{
-		Budget:     12 * time.Minute,
+		Budget:     13 * time.Minute,
 		Targets:    []string{tSidecar, tKafka, tKfake, tGo, tRust},
 		Partitions: 4,
 		Warm:       1500 * time.Millisecond, Measure: 5 * time.Second, MaxMeasure: 8 * time.Second, MinRecords: 500_000,
@@ -128,6 +138,7 @@ func fullPlan() plan {
 		Idle: 10_000, IdleDur: 60 * time.Second,
 		Batch: 100, DirectConns: 4, PollCount: 1000,
 		WarmRecords: 50_000, WarmDur: 2 * time.Second,
+		RebalPartitions: 6, RebalSession: 10 * time.Second, RebalHeartbeat: time.Second, RebalWait: 30 * time.Second,
 		Gnet: true, GnetAll: true, GnetWarm: time.Second, GnetMeasure: 3 * time.Second,
 		GnetLatRecords: 5000, GnetLatDur: 1500 * time.Millisecond,
 	}
@@ -172,11 +183,11 @@ func benchMain(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "the seconds-long CI version: small counts, no Kafka broker, no Rust build, output to a temporary directory unless -out is given")
 	out := fs.String("out", "", "directory that receives BENCHMARKS.md and bench/*.png (default docs; a temporary directory with -smoke)")
-	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 12m; 90s with -smoke)")
+	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 13m; 90s with -smoke)")
 	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
 	measure := fs.Duration("measure", 0, "shortest measured window of a throughput run (default 5s; 300ms with -smoke); the longest is 8s or this, whichever is more")
 	warmFor := fs.Duration("warm", 0, "warm-up (calibration) before each throughput run's window (default 1.5s; 150ms with -smoke)")
-	only := fs.String("only", "", "comma-separated workloads to run (idle,produce,produce1,matched,many,consume,latency,conns,gnet; produce1 is produce acks=1 none only); default all")
+	only := fs.String("only", "", "comma-separated workloads to run (idle,produce,produce1,matched,many,consume,latency,conns,rebalance,gnet; produce1 is produce acks=1 none only; rebalance needs the sidecar and/or kafka target and is not part of -smoke); default all")
 	passes := fs.Int("passes", 0, "runs of every figure, interleaved (default 2)")
 	maxLoad := fs.Float64("max-load", 0, "flag runs whose 1-minute load average at their start is above this (default 3.0)")
 	maxForeign := fs.Float64("max-foreign", 0, "flag runs during which other processes used more than this many cores (default 0.25)")

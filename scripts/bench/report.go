@@ -231,7 +231,7 @@ func (b *bench) markdown(plots map[string]string) string {
 		p("| %s | %s |\n", kv[0], kv[1])
 	}
 	p("| command | `%s` |\n", strings.Join(append([]string{"go run ./scripts/bench"}, b.args[1:]...), " "))
-	p("| regenerate | `make bench` (full, ≤ 12 min budget; about 11 min on this machine); `make bench-smoke` (CI, about a minute, writes to a temporary directory) |\n\n")
+	p("| regenerate | `make bench` (full, ≤ 13 min budget; about 11 min on this machine); `make bench-smoke` (CI, about a minute, writes to a temporary directory) |\n\n")
 
 	// Produce.
 	p("## Produce throughput\n\n")
@@ -401,6 +401,8 @@ func (b *bench) markdown(plots map[string]string) string {
 		p("| %s | %d | %s | %s | %.1f KiB | %s |\n", targetLabel[t], r.Records, fmtMiB(r.RSSBefore), fmtMiB(r.RSSWith), r.RSSPerConn/1024, vk)
 	}
 	p("\n")
+
+	b.writeRebalance(p)
 
 	b.writePeakRSS(p)
 
@@ -710,7 +712,10 @@ func (b *bench) writeRuns(p func(string, ...any)) {
 	p("<details><summary>%d runs</summary>\n\n| # | workload | variant | target | pass | window | MB/s | load before → after | others (cores) | flagged |\n|---|---|---|---|---|---|---|---|---|---|\n", len(b.results))
 	for i, r := range b.results {
 		fig := status(r)
-		if r.ok() {
+		switch {
+		case r.ok() && r.Workload == wRebalance:
+			fig = fmt.Sprintf("%.2f s (rebalance)", r.RebalanceS)
+		case r.ok():
 			fig = fmt.Sprintf("%.1f", r.MBPerS)
 		}
 		others := "–"
@@ -824,6 +829,9 @@ func (b *bench) writeSummary(p func(string, ...any)) {
 			k = fmt.Sprintf(" (Kafka: %.1f KiB)", r.RSSPerConn/1024)
 		}
 		line("**Idle connections** cost the sidecar %.1f KiB of RSS each%s; idle RSS %s, %s with %d connections.", s.RSSPerConn/1024, k, fmtMiB(s.RSSBefore), fmtMiB(s.RSSWith), b.plan.Idle)
+	}
+	if line1 := b.rebalanceSummary(); line1 != "" {
+		line("%s", line1)
 	}
 	if rec := b.gnetRecommendation(); rec != "" {
 		line("**gnet**: %s", rec)

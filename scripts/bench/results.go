@@ -17,6 +17,9 @@ const (
 	wGnet    = "gnet"    // the sidecar under one gnet setting
 	wMatched = "matched" // produce at a matched offered load (half the direct saturation)
 	wMany    = "many"    // produce from many concurrent producer connections
+	// wRebalance: a consumer group whole again after a member joins or
+	// leaves or its coordinator is killed (rebalance.go).
+	wRebalance = "rebalance"
 )
 
 // Target names.
@@ -94,6 +97,9 @@ type Result struct {
 	RSSWith        int64   `json:"rss_with_bytes,omitempty"`
 	RSSPerConn     float64 `json:"rss_per_connection_bytes,omitempty"`
 	ConnectSeconds float64 `json:"connect_seconds,omitempty"`
+	// RebalanceS: the rebalance workload's figure, from the event to the
+	// group whole again (rebalance.go).
+	RebalanceS float64 `json:"rebalance_s,omitempty"`
 
 	// Steady state: the warm-up's rate (the calibration) and, for paced
 	// runs, the offered load.
@@ -113,7 +119,9 @@ type Result struct {
 }
 
 // ok reports whether the run produced figures.
-func (r *Result) ok() bool { return r != nil && r.Error == "" && r.Skipped == "" && r.Records > 0 }
+func (r *Result) ok() bool {
+	return r != nil && r.Error == "" && r.Skipped == "" && (r.Records > 0 || r.RebalanceS > 0)
+}
 
 // finish fills the derived figures from counts, time and the meter.
 func (r *Result) finish(elapsed time.Duration, m *measured) {

@@ -186,7 +186,12 @@ func (b *bench) runWorkloads() {
 	if _, ok := b.targets[tGo]; ok && b.plan.does("conns") {
 		b.runConns(tGo)
 	}
-	// 7. gnet settings on the sidecar.
+	// 7. Rebalance times: three sidecars of one coordination domain beside
+	// the Kafka broker (rebalance.go).
+	if b.plan.does("rebalance") {
+		b.runRebalance()
+	}
+	// 8. gnet settings on the sidecar.
 	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet && b.plan.does("gnet") {
 		b.runGnetSweep()
 	}
@@ -254,6 +259,9 @@ func (b *bench) add(r *Result) {
 		b.logf("%-28s %-12s skipped: %s", what, r.Target, r.Skipped)
 	case r.Error != "":
 		b.logf("%-28s %-12s FAILED: %s", what, r.Target, r.Error)
+	case r.Workload == wRebalance:
+		b.logf("%-28s %-12s %6.2fs until the group is whole again, load %.2f→%.2f others %.2f cores", what, r.Target, r.RebalanceS,
+			r.Load1Before, r.Load1After, r.ForeignCores)
 	default:
 		lat := ""
 		if r.Latency != nil {
