@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,7 +79,47 @@ func TestRebalanceStat(t *testing.T) {
 	if got := rbRatio(rebalanceStat([]*Result{{RebalanceS: 4}}), k); got != "3.20×" {
 		t.Fatalf("ratio beyond the spread: %q", got)
 	}
+	// Within the poll interval of each other: noise, though the ranges do not overlap.
+	if got := rbRatio(rebalanceStat([]*Result{{RebalanceS: 0.51}}), rebalanceStat([]*Result{{RebalanceS: 0.53}})); got != "0.96× (noise)" {
+		t.Fatalf("ratio within the resolution: %q", got)
+	}
 	if got := rbRatio(s, rebalanceStat(nil)); got != "–" {
 		t.Fatalf("ratio without Kafka: %q", got)
+	}
+}
+
+// The "Rebalance times" section renders from results alone: medians,
+// ratios where Kafka has the event, n/a with the reason where it cannot.
+func TestRebalanceSection(t *testing.T) {
+	b := &bench{plan: fullPlan()}
+	rb := func(ev, tg string, pass int, s float64) *Result {
+		return &Result{Workload: wRebalance, Variant: ev, Target: tg, Pass: pass, RebalanceS: s, Seconds: s, Load1Before: 0.5}
+	}
+	b.results = []*Result{
+		rb(evJoin, tSidecar, 1, 1.0), rb(evLeave, tSidecar, 1, 0.5), rb(evKill, tSidecar, 1, 11),
+		rb(evJoin, tKafka, 1, 0.5), rb(evLeave, tKafka, 1, 0.5),
+		rb(evJoin, tKafka, 2, 0.6), rb(evLeave, tKafka, 2, 0.52),
+		rb(evJoin, tSidecar, 2, 1.2), rb(evLeave, tSidecar, 2, 0.51),
+		{Workload: wRebalance, Variant: evKill, Target: tSidecar, Pass: 2, Error: "not timed: boom"},
+	}
+	var w strings.Builder
+	b.writeRebalance(func(f string, a ...any) { w.WriteString(fmt.Sprintf(f, a...)) })
+	md := w.String()
+	for _, want := range []string{
+		"## Rebalance times",
+		"| member join | ", "1.10 s ±9% (1.00, 1.20) | 0.55 s ±9% (0.50, 0.60) | 2.00× |",
+		"0.51 s ±1% (0.50, 0.51) | 0.51 s ±2% (0.50, 0.52) | 0.99× (noise) |",
+		"| owner SIGKILL | ", "| 11.00 s | " + killNA + " | – |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	if s := b.rebalanceSummary(); !strings.Contains(s, "member join 1.10 s (Kafka 0.55 s, 2.00×)") || !strings.Contains(s, "owner SIGKILL 11.00 s") {
+		t.Errorf("summary: %s", s)
+	}
+	// A failed run is not a figure.
+	if len(b.runsOf(wRebalance, evKill, tSidecar)) != 1 {
+		t.Error("the failed kill counted as a run")
 	}
 }
