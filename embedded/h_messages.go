@@ -40,6 +40,10 @@ func (s *Server) sendMessages(c *conn, r *request) outcome {
 		s.mu.Unlock()
 		return statusOf(iggy.StatusUnauthorized)
 	}
+	if s.notPrimary(t, p.id) {
+		s.mu.Unlock()
+		return statusOf(iggy.StatusNotPrimary)
+	}
 	streamID, topicID := t.stream.id, t.id
 	s.mu.Unlock()
 	if err != nil {
@@ -269,6 +273,9 @@ func (s *Server) resolvePoll(r *request, req *iggy.PollMessagesRequest) (pollTar
 	}
 	if !s.accessOf(r.sess).pollMessages(t.stream.id, t.id) {
 		return tg, statusOf(iggy.StatusUnauthorized), false
+	}
+	if s.notPrimary(t, tg.p.id) {
+		return tg, statusOf(iggy.StatusNotPrimary), false
 	}
 	tg.fsync = t.cfg.offsetsFsync
 	return tg, outcome{}, true

@@ -61,6 +61,10 @@ func (s *Server) getConsumerOffset(c *conn, r *request) outcome {
 		s.mu.Unlock()
 		return statusOf(iggy.StatusPartitionNotFound)
 	}
+	if s.notPrimary(t, p.id) {
+		s.mu.Unlock()
+		return statusOf(iggy.StatusNotPrimary)
+	}
 	key := offsetKeyOf(&req.Consumer)
 	if req.Consumer.Kind == iggy.ConsumerKindConsumerGroup {
 		g := groupByID(t, &req.Consumer.ID)
@@ -104,6 +108,9 @@ func (s *Server) resolveOffsetTarget(r *request, consumer *iggy.Consumer, sid, t
 	}
 	if !s.accessOf(r.sess).pollMessages(t.stream.id, t.id) {
 		return tg, iggy.StatusUnauthorized
+	}
+	if s.notPrimary(t, p.id) {
+		return tg, iggy.StatusNotPrimary
 	}
 	tg = offsetTarget{p: p, key: offsetKeyOf(consumer), fsync: t.cfg.offsetsFsync}
 	if isGroup {

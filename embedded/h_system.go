@@ -23,6 +23,9 @@ const (
 )
 
 func (s *Server) getClusterMetadata(c *conn, r *request) outcome {
+	if v := s.cluster.Load(); v != nil && s.proto.RoutesPartitions() {
+		return c.okBody(v.clusterMetadata())
+	}
 	ip, port := "127.0.0.1", uint16(0)
 	if a, ok := s.Addr().(*net.TCPAddr); ok {
 		port = uint16(a.Port)
@@ -62,8 +65,9 @@ func (s *Server) getPartitionRoute(c *conn, r *request) outcome {
 	if p == nil {
 		return statusOf(iggy.StatusPartitionNotFound)
 	}
-	return c.okBody(&iggy.GetPartitionRouteResponse{Incarnation: p.createdAt, MetadataOp: s.commit,
-		PartitionsCount: uint32(len(t.partitions)), PrimaryReplica: 0})
+	primary, view := s.primaryOf(t, p.id)
+	return c.okBody(&iggy.GetPartitionRouteResponse{Incarnation: p.createdAt, MetadataOp: s.commit, View: view,
+		PartitionsCount: uint32(len(t.partitions)), PrimaryReplica: primary})
 }
 
 func (s *Server) describeOptions(c *conn, r *request) outcome {

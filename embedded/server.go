@@ -25,6 +25,8 @@ type Server struct {
 	proto iggy.ProtocolVersion
 	now   func() time.Time // clock; tests may replace it before Start
 
+	cluster atomic.Pointer[ClusterView] // SetCluster; nil: a one-node cluster
+
 	handlers    map[handlerKey]*handler     // by command code
 	byOperation map[iggy.Operation]*handler // replicated and session operations
 

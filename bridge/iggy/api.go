@@ -36,11 +36,22 @@ func (c *Client) Send(ctx context.Context, t TopicRef, partition uint32, m *Mess
 		return -1, &Error{Op: "message.send", Err: ErrMessagesSent}
 	}
 	m.sent = true
-	cl := newCall("message.send", icodec.OperationSendMessages, icodec.CodeSendMessages)
-	cl.msgs = m
 	key := t.key(partition)
-	if _, _, err := c.roundTrip(ctx, cl, &key); err != nil {
+	tc, fence := c, icodec.PartitionContext{}
+	if c.routing() {
+		var err error
+		if tc, fence, err = c.target(ctx, key, t.StreamID(), t.TopicID()); err != nil {
+			m.Release()
+			return -1, err
+		}
+	}
+	cl := newCall("message.send", icodec.OperationSendMessages, icodec.CodeSendMessages)
+	cl.msgs, cl.fence = m, fence
+	if _, _, err := tc.roundTrip(ctx, cl, &key); err != nil {
 		c.invalidateOnNotFound(t, err)
+		// A refused send was never admitted, but its messages are gone:
+		// the caller retries (Kafka: NOT_LEADER_OR_FOLLOWER) on the new route.
+		c.refused(ctx, tc, key, t.StreamID(), t.TopicID(), err)
 		return -1, err
 	}
 	return cl.base, nil
@@ -73,15 +84,42 @@ func (p *Polled) Release() {
 // are checked for structure (CheckBatches) before they are returned. Errors
 // 1009/2010/3007 invalidate the cached lookup of a topic named by strings.
 func (c *Client) Poll(ctx context.Context, req *icodec.PollMessagesRequest) (*Polled, error) {
+	if k, st, tp, ok := routeKeyOf(req); ok && c.routing() {
+		for attempt := 0; ; attempt++ {
+			tc, fence, err := c.target(ctx, k, st, tp)
+			if err != nil {
+				return nil, err
+			}
+			p, err := tc.poll(ctx, req, fence)
+			if attempt == 0 && c.refused(ctx, tc, k, st, tp, err) {
+				continue
+			}
+			c.pollFailed(req, err)
+			return p, err
+		}
+	}
+	p, err := c.poll(ctx, req, icodec.PartitionContext{})
+	c.pollFailed(req, err)
+	return p, err
+}
+
+// pollFailed invalidates the cached lookup of a poll's topic named by
+// strings on a not-found error.
+func (c *Client) pollFailed(req *icodec.PollMessagesRequest, err error) {
+	if err != nil && req.StreamID.Kind == icodec.IdentifierKindString && req.TopicID.Kind == icodec.IdentifierKindString {
+		c.invalidateOnNotFound(TopicRef{Stream: string(req.StreamID.Value), Topic: string(req.TopicID.Value)}, err)
+	}
+}
+
+// poll is Poll on this client's own sessions, with fence in the header.
+func (c *Client) poll(ctx context.Context, req *icodec.PollMessagesRequest, fence icodec.PartitionContext) (*Polled, error) {
 	cl, err := c.encode(req)
 	if err != nil {
 		return nil, err
 	}
+	cl.fence = fence
 	rb, payload, err := c.roundTrip(ctx, cl, nil)
 	if err != nil {
-		if req.StreamID.Kind == icodec.IdentifierKindString && req.TopicID.Kind == icodec.IdentifierKindString {
-			c.invalidateOnNotFound(TopicRef{Stream: string(req.StreamID.Value), Topic: string(req.TopicID.Value)}, err)
-		}
 		return nil, err
 	}
 	var resp icodec.PollMessagesResponse

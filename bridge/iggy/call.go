@@ -32,6 +32,7 @@ type call struct {
 	frame     *bytebufferpool.ByteBuffer // 256-byte header slot + body; nil for sends
 	msgs      *Messages                  // sends only
 	key       partKey                    // lane calls only
+	fence     icodec.PartitionContext    // stamped in the request header (0.12 partition routes; zero: none)
 	lstate    uint8                      // lane state, guarded by the lane's mu
 
 	state atomic.Uint32

@@ -55,6 +55,11 @@ type Client struct {
 
 	meta metaCache
 
+	// router sends partition requests to their primaries' nodes on a
+	// multi-node 0.12 cluster (nil: iggy.route_partitions off, or a peer
+	// pool, which never routes).
+	router *router
+
 	// announce is the icodec.ProtocolVersion the sessions log in with and
 	// whose shapes requests and replies take; autoProto lets a session
 	// replace it from an IncompatibleProtocol eviction's window
@@ -123,6 +128,9 @@ func New(cfg Config, log zerolog.Logger, opts ...Option) (*Client, error) {
 	c.announce.Store(uint32(p))
 	c.autoProto = auto
 	c.meta.init()
+	if cfg.RoutePartitions {
+		c.router = &router{}
+	}
 	c.lanes = make([]*lane, cfg.PoolSize)
 	c.sessions = make([]*session, cfg.PoolSize)
 	for i := range c.sessions {
@@ -206,6 +214,7 @@ func (c *Client) Close() error {
 		s.interrupt()
 	}
 	c.wg.Wait()
+	c.closePeers()
 	for _, l := range c.lanes {
 		for _, cl := range l.drain() {
 			cl.releaseRequest(c)
@@ -414,10 +423,30 @@ func (c *Client) laneFor(k *partKey) *lane {
 // resp is decoded from a private copy of the payload, so its byte slices
 // stay valid. Login and logout are refused with ErrUnsupported.
 func (c *Client) Do(ctx context.Context, req Request, resp Response) error {
+	if k, st, tp, ok := routeKeyOf(req); ok && c.routing() {
+		for attempt := 0; ; attempt++ {
+			tc, fence, err := c.target(ctx, k, st, tp)
+			if err != nil {
+				return err
+			}
+			err = tc.do(ctx, req, resp, fence)
+			if attempt == 0 && c.refused(ctx, tc, k, st, tp, err) {
+				continue
+			}
+			return err
+		}
+	}
+	return c.do(ctx, req, resp, icodec.PartitionContext{})
+}
+
+// do is Do on this client's own sessions, with fence stamped in the request
+// header (zero: none).
+func (c *Client) do(ctx context.Context, req Request, resp Response, fence icodec.PartitionContext) error {
 	cl, err := c.encode(req)
 	if err != nil {
 		return err
 	}
+	cl.fence = fence
 	key := partitionKeyOf(req)
 	rb, payload, err := c.roundTrip(ctx, cl, key)
 	if err != nil {
@@ -482,4 +511,36 @@ func partitionKeyOf(req Request) *partKey {
 		}
 	}
 	return &partKey{stream: string(s.Value), topic: string(t.Value), skind: s.Kind, tkind: t.Kind, partition: p.PartitionID}
+}
+
+// routeKeyOf returns the partition a partition-scoped request names (sends
+// to an explicit partition, polls and consumer-offset commands with a
+// partition id), with its stream and topic identifiers; false for every
+// other request.
+func routeKeyOf(req Request) (partKey, icodec.Identifier, icodec.Identifier, bool) {
+	var s, t icodec.Identifier
+	var p icodec.OptionalPartition
+	switch r := req.(type) {
+	case *icodec.StoreConsumerOffsetRequest:
+		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.DeleteConsumerOffsetRequest:
+		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.GetConsumerOffsetRequest:
+		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.PollMessagesRequest:
+		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.SendMessagesRequest:
+		if r.Partitioning.Kind != icodec.PartitioningKindPartitionID || len(r.Partitioning.Value) != 4 {
+			return partKey{}, s, t, false
+		}
+		v := r.Partitioning.Value
+		s, t = r.StreamID, r.TopicID
+		p = icodec.OptionalPartition{Present: true, PartitionID: uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24}
+	default:
+		return partKey{}, s, t, false
+	}
+	if !p.Present {
+		return partKey{}, s, t, false
+	}
+	return partKey{stream: string(s.Value), topic: string(t.Value), skind: s.Kind, tkind: t.Kind, partition: p.PartitionID}, s, t, true
 }

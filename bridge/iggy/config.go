@@ -84,6 +84,15 @@ type Config struct {
 	// the bootstrap: a dropped session starts from it again. A one-node
 	// server is never left. Default true.
 	FollowLeader bool `koanf:"follow_leader"`
+	// RoutePartitions: on protocol 0.12 (Iggy server 0.10), when
+	// GET_CLUSTER_METADATA lists more than one node, partition requests
+	// (sends, polls, consumer-offset reads, stores and deletes) go to the
+	// node of the partition's primary, found with GET_PARTITION_ROUTE
+	// (cached per partition for MetadataTTL, dropped on a 89 NotPrimary or
+	// 87 HistoryUnavailable answer) and reached through a pool of PoolSize
+	// sessions opened to that node on first use (at most 32 nodes). On a
+	// one-node server or at 0.11 it costs nothing. Default true.
+	RoutePartitions bool `koanf:"route_partitions"`
 	// TLS wraps the connections in TLS.
 	TLS TLSConfig `koanf:"tls"`
 	// PoolSize is the number of persistent sessions (Iggy connections),
@@ -147,6 +156,7 @@ func DefaultConfig() Config {
 		Username:          DefaultUsername,
 		Protocol:          ProtocolAuto,
 		FollowLeader:      true,
+		RoutePartitions:   true,
 		Password:          DefaultPassword,
 		PoolSize:          DefaultPoolSize,
 		RequestTimeout:    DefaultRequestTimeout,

@@ -40,6 +40,21 @@
 // MaxBatchMessages and the 2^32-1 µs timestamp span); each caller gets its
 // own base offset from the single confirmation.
 //
+// # Clusters
+//
+// With iggy.follow_leader a session moves after login to the leader that
+// GET_CLUSTER_METADATA names. On protocol 0.12 with iggy.route_partitions
+// (router.go) partition requests go to the node of each partition's primary:
+// GET_PARTITION_ROUTE (cached per partition) names the primary's replica id,
+// the cluster metadata its address, and the request leaves on the home pool
+// when the home sessions are on that node, otherwise on a peer pool (a
+// Client of its own for that node, opened on first use), with the route's
+// incarnation and metadata op stamped in the request header. A 89
+// NotPrimary or 87 HistoryUnavailable answer drops the route; polls and
+// offset commands are then tried once more on the fresh route, sends fail
+// retriably. While the metadata lists one node nothing of this costs a
+// round trip.
+//
 // # Buffers
 //
 // Callers build message frames directly in pooled buffers (Messages). The

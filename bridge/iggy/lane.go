@@ -131,6 +131,7 @@ func (l *lane) cancel(c *call) bool {
 type unit struct {
 	stream, topic icodec.Identifier
 	partition     uint32
+	fence         icodec.PartitionContext // of the unit's first call
 	op            *call
 	sends         []*call
 }
@@ -172,6 +173,7 @@ func (l *lane) take(u *unit, lim takeLimits) (ok bool, depth int) {
 		}
 		u.stream, u.topic, u.partition = pq.stream, pq.topic, pq.key.partition
 		first := pq.calls[i]
+		u.fence = first.fence
 		first.lstate = lsTaken
 		l.depth--
 		i++
@@ -188,8 +190,8 @@ func (l *lane) take(u *unit, lim takeLimits) (ok bool, depth int) {
 						continue
 					}
 					m := c.msgs
-					if m == nil {
-						break
+					if m == nil || c.fence != first.fence {
+						break // a send routed under another fence leaves in the next unit
 					}
 					nlo, nhi := min(lo, m.minTS), max(hi, m.maxTS)
 					if size+m.Size() > lim.bytes || n+m.Len() > lim.messages || nhi-nlo > icodec.MaxTimestampSpan {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,6 +39,8 @@ type session struct {
 
 	connMu  sync.Mutex // guards curConn (Close interrupts through it)
 	curConn net.Conn
+
+	at atomic.Pointer[sessionAt] // where the session is while logged in (nil when down); read by routing
 
 	addr     string // the node this session dials: iggy.address, or the leader it followed
 	conn     net.Conn
@@ -104,8 +107,14 @@ func (s *session) run(first chan<- error) {
 		everUp = true
 		attempt = 0
 		s.log.Info().Uint64("session_id", s.epoch).Str("addr", s.addr).Str("iggy_protocol", s.c.wireProtocol().Label()).Msg("iggy session up")
+		at := &sessionAt{dial: s.addr}
+		if s.conn != nil {
+			at.remote = s.conn.RemoteAddr().String()
+		}
+		s.at.Store(at)
 		s.c.sessionUp(1)
 		err = s.serve()
+		s.at.Store(nil)
 		s.c.sessionUp(-1)
 		s.teardown()
 		if s.c.isClosed() {
@@ -146,6 +155,10 @@ func (s *session) connect() error {
 	if s.c.cfg.FollowLeader {
 		return s.followLeader(ctx, deadline)
 	}
+	if s.c.router != nil && s.c.wireProtocol().RoutesPartitions() {
+		s.leaderElsewhere(deadline) // only to learn the cluster's nodes
+		return s.broken
+	}
 	return nil
 }
 
@@ -182,21 +195,28 @@ func (s *session) followLeader(ctx context.Context, deadline time.Time) error {
 
 // leaderElsewhere asks GET_CLUSTER_METADATA for a healthy leader with a TCP
 // endpoint other than the session's node; false on a one-node cluster, no
-// such leader, or any error.
+// such leader, or any error. The nodes it lists (replica id → address) go
+// to the partition router.
 func (s *session) leaderElsewhere(deadline time.Time) (string, bool) {
 	s.wb = append(s.wb[:0], zeroHeader[:]...)
-	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodeGetClusterMetadata, 0)
+	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodeGetClusterMetadata, 0, icodec.PartitionContext{})
 	rb, rep, _, err := s.exchange(deadline, [][]byte{s.wb}, n, "cluster.metadata")
 	if err != nil {
 		s.log.Debug().Err(err).Msg("iggy: cluster metadata unavailable; staying on this node")
 		return "", false
 	}
 	defer s.c.replyPool.Put(rb)
-	var md icodec.GetClusterMetadataResponse
-	if _, err := s.c.wireProtocol().Reply(&md).DecodeFrom(rep.Payload); err != nil || len(md.Nodes) < 2 {
+	nodes, err := s.c.wireProtocol().DecodeReplicaNodes(rep.Payload)
+	if err != nil {
 		return "", false
 	}
-	for _, nd := range md.Nodes {
+	if s.c.router != nil {
+		s.c.router.learn(nodes)
+	}
+	if len(nodes) < 2 || !s.c.cfg.FollowLeader {
+		return "", false
+	}
+	for _, nd := range nodes {
 		if nd.Role != icodec.NodeRoleLeader || nd.Status != icodec.NodeStatusHealthy || nd.TCPPort == 0 || nd.IP == "" {
 			continue
 		}
@@ -481,8 +501,10 @@ func advances(op icodec.Operation) bool {
 // header writes the request header for the next request into the first
 // 256 bytes of dst (whose body follows, bodyLen bytes) and returns the
 // request number used, advancing the counter when the operation does.
-func (s *session) header(dst []byte, op icodec.Operation, code uint32, bodyLen int) uint64 {
-	h := icodec.RequestHeader{Client: s.clientID, Request: s.reqNo, Operation: op, Session: s.epoch}
+// fence is the partition route's context (0.12; zero: none).
+func (s *session) header(dst []byte, op icodec.Operation, code uint32, bodyLen int, fence icodec.PartitionContext) uint64 {
+	h := icodec.RequestHeader{Client: s.clientID, Request: s.reqNo, Operation: op, Session: s.epoch,
+		PartitionIncarnation: fence.Incarnation, OwnerGeneration: fence.OwnerGeneration, MinimumMetadataOp: fence.MetadataOp}
 	if op == icodec.OperationNonReplicated {
 		h.Code = code
 	}
@@ -498,7 +520,7 @@ func (s *session) header(dst []byte, op icodec.Operation, code uint32, bodyLen i
 // timeout) for its answer.
 func (s *session) ping(wait time.Duration) {
 	s.wb = append(s.wb[:0], zeroHeader[:]...)
-	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodePing, 0)
+	n := s.header(s.wb, icodec.OperationNonReplicated, icodec.CodePing, 0, icodec.PartitionContext{})
 	rb, _, _, err := s.exchange(time.Now().Add(min(wait, s.c.cfg.RequestTimeout)), [][]byte{s.wb}, n, "system.ping")
 	if rb != nil {
 		s.c.replyPool.Put(rb)
@@ -511,7 +533,7 @@ func (s *session) ping(wait time.Duration) {
 // runCall executes one encoded request and answers its caller.
 func (s *session) runCall(cl *call) {
 	b := cl.frame.B
-	n := s.header(b, cl.operation, cl.code, len(b)-icodec.HeaderSize)
+	n := s.header(b, cl.operation, cl.code, len(b)-icodec.HeaderSize, cl.fence)
 	rb, rep, sent, err := s.exchange(time.Now().Add(s.c.cfg.RequestTimeout), [][]byte{b}, n, cl.op)
 	cl.releaseRequest(s.c)
 	cl.complete(s.c, rb, rep.Payload, -1, sent, err)
@@ -652,7 +674,7 @@ func (s *session) sendBatch(segs [][]byte, count uint32, minTS uint64, blobLen i
 	headLen := 4 + u.stream.EncodedSize() + u.topic.EncodedSize() + req.Partitioning.EncodedSize() + 4
 	bodyLen := headLen + icodec.BatchHeaderSize + blobLen
 	s.wb = append(s.wb[:0], zeroHeader[:]...)
-	n := s.header(s.wb, icodec.OperationSendMessages, icodec.CodeSendMessages, bodyLen)
+	n := s.header(s.wb, icodec.OperationSendMessages, icodec.CodeSendMessages, bodyLen, u.fence)
 	s.wb = req.AppendHeadTo(s.wb)
 	at := len(s.wb)
 	s.wb = append(s.wb, zeroHeader[:icodec.BatchHeaderSize]...)

@@ -271,6 +271,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			Password:          "s3cret-from-env",
 			Protocol:          "auto",
 			FollowLeader:      true,
+			RoutePartitions:   true,
 			TLS:               iggy.TLSConfig{},
 			PoolSize:          8,
 			RequestTimeout:    5 * time.Second,

@@ -409,3 +409,46 @@ func TopicDetailsTo12(t *TopicDetails) TopicDetailsV12 {
 	}
 	return out
 }
+
+// RoutesPartitions reports whether generation v has per-partition primaries
+// a client looks up (GET_PARTITION_ROUTE 105, protocol 0.12): on a cluster
+// of several nodes, partition requests go to the node the route names.
+func (v ProtocolVersion) RoutesPartitions() bool {
+	m, ok := LookupCommand(CodeGetPartitionRoute)
+	return ok && m.In(v.Generation())
+}
+
+// ReplicaNode is one node of a GET_CLUSTER_METADATA reply with the replica
+// id that GET_PARTITION_ROUTE's primary_replica names.
+type ReplicaNode struct {
+	ReplicaID uint8
+	ClusterNode
+}
+
+// DecodeReplicaNodes reads the nodes of a GET_CLUSTER_METADATA reply of
+// generation v with their replica ids: the replica_id field at 0.12, the
+// position in the list before (0.11 has no such field; a 0.11 server has
+// no partition routes either).
+func (v ProtocolVersion) DecodeReplicaNodes(src []byte) ([]ReplicaNode, error) {
+	if v.Generation() < Protocol012 {
+		var r GetClusterMetadataResponse
+		if _, err := r.DecodeFrom(src); err != nil {
+			return nil, err
+		}
+		out := make([]ReplicaNode, len(r.Nodes))
+		for i, nd := range r.Nodes {
+			out[i] = ReplicaNode{ReplicaID: uint8(i), ClusterNode: nd}
+		}
+		return out, nil
+	}
+	var r GetClusterMetadataResponseV12
+	if _, err := r.DecodeFrom(src); err != nil {
+		return nil, err
+	}
+	out := make([]ReplicaNode, len(r.Nodes))
+	for i, nd := range r.Nodes {
+		out[i] = ReplicaNode{ReplicaID: nd.ReplicaID, ClusterNode: ClusterNode{Name: nd.Name, IP: nd.IP, TCPPort: nd.TCPPort,
+			QUICPort: nd.QUICPort, HTTPPort: nd.HTTPPort, WebsocketPort: nd.WebsocketPort, Role: nd.Role, Status: nd.Status}}
+	}
+	return out, nil
+}
