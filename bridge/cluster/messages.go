@@ -1,144 +1,156 @@
 package cluster
 
 // Bodies of the peer-link requests and responses: the groups.Service calls
-// and their answers, field by field (frame.go has the primitives).
+// and their answers, field by field (frame.go has the primitives). Each body
+// is described once, as a function over a field codec that writes (encField)
+// or reads (decField) every field in turn, so the encoder and the decoder of
+// a body cannot drift apart; put*/get* are the directions.
 
 import (
+	"time"
+
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
-func putJoinParams(e *enc, p *groups.JoinParams) {
-	e.str(p.Group)
-	e.str(p.MemberID)
-	e.nstr(p.InstanceID)
-	e.str(p.ClientID)
-	e.str(p.ClientHost)
-	e.dur(p.SessionTimeout)
-	e.dur(p.RebalanceTimeout)
-	e.str(p.ProtocolType)
-	e.u32(uint32(len(p.Protocols)))
-	for _, pr := range p.Protocols {
-		e.str(pr.Name)
-		e.bytes(pr.Metadata)
-	}
-	e.boolean(p.RequireKnownID)
-	e.boolean(p.CanSkipAssign)
-	e.str(p.Reason)
+// field is one direction of the body codec: encField appends the value a
+// pointer holds, decField reads into it (sticky: after an error every read
+// is a no-op and dec.done reports the first error with its field name).
+type field interface {
+	u8(v *uint8, f string)
+	i16(v *int16, f string)
+	i32(v *int32, f string)
+	dur(v *time.Duration, f string)
+	boolean(v *bool, f string)
+	str(v *string, f string)
+	nstr(v **string, f string)
+	bytes(v *[]byte, f string)
+	// count writes n, or reads a list count whose elements take at least
+	// min bytes each, and returns it.
+	count(n int, f string, min int) int
+	// assignments is SyncGroup's member -> assignment map, -1 for none.
+	assignments(v *map[string][]byte, f string)
+	// check fails the decoding with why when ok is false; encoding ignores it.
+	check(ok bool, f, why string)
 }
 
-func getJoinParams(d *dec) groups.JoinParams {
-	var p groups.JoinParams
-	p.Group = d.str("join.group")
-	p.MemberID = d.str("join.member_id")
-	p.InstanceID = d.nstr("join.instance_id")
-	p.ClientID = d.str("join.client_id")
-	p.ClientHost = d.str("join.client_host")
-	p.SessionTimeout = d.dur("join.session_timeout")
-	p.RebalanceTimeout = d.dur("join.rebalance_timeout")
-	p.ProtocolType = d.str("join.protocol_type")
-	n := d.count("join.protocols", 8)
-	p.Protocols = make([]groups.Protocol, 0, n)
-	for range n {
-		p.Protocols = append(p.Protocols, groups.Protocol{Name: d.str("join.protocol.name"), Metadata: d.bytes("join.protocol.metadata")})
-	}
-	p.RequireKnownID = d.boolean("join.require_known_id")
-	p.CanSkipAssign = d.boolean("join.can_skip_assign")
-	p.Reason = d.str("join.reason")
-	return p
-}
+type encField struct{ e *enc }
 
-func putJoinResult(e *enc, r *groups.JoinResult) {
-	e.i16(r.Code)
-	e.str(r.MemberID)
-	e.i32(r.Generation)
-	e.boolean(r.HasProtocol)
-	e.str(r.ProtocolType)
-	e.str(r.Protocol)
-	e.str(r.Leader)
-	e.boolean(r.SkipAssign)
-	e.u32(uint32(len(r.Members)))
-	for _, m := range r.Members {
-		e.str(m.MemberID)
-		e.nstr(m.InstanceID)
-		e.bytes(m.Metadata)
-	}
-}
-
-func getJoinResult(d *dec) groups.JoinResult {
-	var r groups.JoinResult
-	r.Code = d.i16("join.code")
-	r.MemberID = d.str("join.member_id")
-	r.Generation = d.i32("join.generation")
-	r.HasProtocol = d.boolean("join.has_protocol")
-	r.ProtocolType = d.str("join.protocol_type")
-	r.Protocol = d.str("join.protocol")
-	r.Leader = d.str("join.leader")
-	r.SkipAssign = d.boolean("join.skip_assign")
-	n := d.count("join.members", 12)
-	for range n {
-		r.Members = append(r.Members, groups.JoinMember{MemberID: d.str("join.member.id"), InstanceID: d.nstr("join.member.instance_id"), Metadata: d.bytes("join.member.metadata")})
-	}
-	return r
-}
-
-func putSyncParams(e *enc, p *groups.SyncParams) {
-	e.str(p.Group)
-	e.str(p.MemberID)
-	e.nstr(p.InstanceID)
-	e.i32(p.Generation)
-	e.nstr(p.ProtocolType)
-	e.nstr(p.Protocol)
-	if p.Assignments == nil {
-		e.i32(-1)
+func (w encField) u8(v *uint8, _ string)            { w.e.u8(*v) }
+func (w encField) i16(v *int16, _ string)           { w.e.i16(*v) }
+func (w encField) i32(v *int32, _ string)           { w.e.i32(*v) }
+func (w encField) dur(v *time.Duration, _ string)   { w.e.dur(*v) }
+func (w encField) boolean(v *bool, _ string)        { w.e.boolean(*v) }
+func (w encField) str(v *string, _ string)          { w.e.str(*v) }
+func (w encField) nstr(v **string, _ string)        { w.e.nstr(*v) }
+func (w encField) bytes(v *[]byte, _ string)        { w.e.bytes(*v) }
+func (w encField) count(n int, _ string, _ int) int { w.e.u32(uint32(n)); return n }
+func (w encField) check(bool, string, string)       {}
+func (w encField) assignments(v *map[string][]byte, _ string) {
+	if *v == nil {
+		w.e.i32(-1)
 		return
 	}
-	e.i32(int32(len(p.Assignments)))
-	for id, a := range p.Assignments {
-		e.str(id)
-		e.bytes(a)
+	w.e.i32(int32(len(*v)))
+	for id, a := range *v {
+		w.e.str(id)
+		w.e.bytes(a)
 	}
 }
 
-func getSyncParams(d *dec) groups.SyncParams {
-	var p groups.SyncParams
-	p.Group = d.str("sync.group")
-	p.MemberID = d.str("sync.member_id")
-	p.InstanceID = d.nstr("sync.instance_id")
-	p.Generation = d.i32("sync.generation")
-	p.ProtocolType = d.nstr("sync.protocol_type")
-	p.Protocol = d.nstr("sync.protocol")
-	n := d.i32("sync.assignments")
+type decField struct{ d *dec }
+
+func (w decField) u8(v *uint8, f string)              { *v = w.d.u8(f) }
+func (w decField) i16(v *int16, f string)             { *v = w.d.i16(f) }
+func (w decField) i32(v *int32, f string)             { *v = w.d.i32(f) }
+func (w decField) dur(v *time.Duration, f string)     { *v = w.d.dur(f) }
+func (w decField) boolean(v *bool, f string)          { *v = w.d.boolean(f) }
+func (w decField) str(v *string, f string)            { *v = w.d.str(f) }
+func (w decField) nstr(v **string, f string)          { *v = w.d.nstr(f) }
+func (w decField) bytes(v *[]byte, f string)          { *v = w.d.bytes(f) }
+func (w decField) count(_ int, f string, min int) int { return w.d.count(f, min) }
+func (w decField) check(ok bool, f, why string) {
+	if !ok {
+		w.d.fail(f, why)
+	}
+}
+func (w decField) assignments(v *map[string][]byte, f string) {
+	n := w.d.i32(f)
 	switch {
-	case d.err != nil || n == -1:
-		return p
-	case n < -1 || int64(n)*8 > int64(len(d.b)):
-		d.fail("sync.assignments", "count does not fit the frame")
-		return p
+	case w.d.err != nil || n == -1:
+		return
+	case n < -1 || int64(n)*8 > int64(len(w.d.b)):
+		w.d.fail(f, "count does not fit the frame")
+		return
 	}
-	p.Assignments = make(map[string][]byte, n)
+	*v = make(map[string][]byte, n)
 	for range n {
-		id := d.str("sync.assignment.member_id")
-		p.Assignments[id] = d.bytes("sync.assignment.bytes")
+		id := w.d.str(f + ".member_id")
+		(*v)[id] = w.d.bytes(f + ".bytes")
 	}
-	return p
 }
 
-func putSyncResult(e *enc, r *groups.SyncResult) {
-	e.i16(r.Code)
-	e.boolean(r.HasProtocol)
-	e.str(r.ProtocolType)
-	e.str(r.Protocol)
-	e.bytes(r.Assignment)
+// sized is s when it already holds n elements (encoding, or an empty list),
+// else n zero elements for the decoder to fill.
+func sized[T any](s []T, n int) []T {
+	if len(s) == n {
+		return s
+	}
+	return make([]T, n)
 }
 
-func getSyncResult(d *dec) groups.SyncResult {
-	return groups.SyncResult{
-		Code:         d.i16("sync.code"),
-		HasProtocol:  d.boolean("sync.has_protocol"),
-		ProtocolType: d.str("sync.protocol_type"),
-		Protocol:     d.str("sync.protocol"),
-		Assignment:   d.bytes("sync.assignment"),
+func joinParams(w field, p *groups.JoinParams) {
+	w.str(&p.Group, "join.group")
+	w.str(&p.MemberID, "join.member_id")
+	w.nstr(&p.InstanceID, "join.instance_id")
+	w.str(&p.ClientID, "join.client_id")
+	w.str(&p.ClientHost, "join.client_host")
+	w.dur(&p.SessionTimeout, "join.session_timeout")
+	w.dur(&p.RebalanceTimeout, "join.rebalance_timeout")
+	w.str(&p.ProtocolType, "join.protocol_type")
+	p.Protocols = sized(p.Protocols, w.count(len(p.Protocols), "join.protocols", 8))
+	for i := range p.Protocols {
+		w.str(&p.Protocols[i].Name, "join.protocol.name")
+		w.bytes(&p.Protocols[i].Metadata, "join.protocol.metadata")
 	}
+	w.boolean(&p.RequireKnownID, "join.require_known_id")
+	w.boolean(&p.CanSkipAssign, "join.can_skip_assign")
+	w.str(&p.Reason, "join.reason")
+}
+
+func joinResult(w field, r *groups.JoinResult) {
+	w.i16(&r.Code, "join.code")
+	w.str(&r.MemberID, "join.member_id")
+	w.i32(&r.Generation, "join.generation")
+	w.boolean(&r.HasProtocol, "join.has_protocol")
+	w.str(&r.ProtocolType, "join.protocol_type")
+	w.str(&r.Protocol, "join.protocol")
+	w.str(&r.Leader, "join.leader")
+	w.boolean(&r.SkipAssign, "join.skip_assign")
+	r.Members = sized(r.Members, w.count(len(r.Members), "join.members", 12))
+	for i := range r.Members {
+		m := &r.Members[i]
+		w.str(&m.MemberID, "join.member.id")
+		w.nstr(&m.InstanceID, "join.member.instance_id")
+		w.bytes(&m.Metadata, "join.member.metadata")
+	}
+}
+
+func syncParams(w field, p *groups.SyncParams) {
+	w.str(&p.Group, "sync.group")
+	w.str(&p.MemberID, "sync.member_id")
+	w.nstr(&p.InstanceID, "sync.instance_id")
+	w.i32(&p.Generation, "sync.generation")
+	w.nstr(&p.ProtocolType, "sync.protocol_type")
+	w.nstr(&p.Protocol, "sync.protocol")
+	w.assignments(&p.Assignments, "sync.assignments")
+}
+
+func syncResult(w field, r *groups.SyncResult) {
+	w.i16(&r.Code, "sync.code")
+	w.boolean(&r.HasProtocol, "sync.has_protocol")
+	w.str(&r.ProtocolType, "sync.protocol_type")
+	w.str(&r.Protocol, "sync.protocol")
+	w.bytes(&r.Assignment, "sync.assignment")
 }
 
 // memberCall is the body of Heartbeat and Validate requests.
@@ -148,128 +160,110 @@ type memberCall struct {
 	generation      int32
 }
 
-func putMemberCall(e *enc, c *memberCall) {
-	e.str(c.group)
-	e.str(c.memberID)
-	e.nstr(c.instanceID)
-	e.i32(c.generation)
+func memberCallBody(w field, c *memberCall) {
+	w.str(&c.group, "group")
+	w.str(&c.memberID, "member_id")
+	w.nstr(&c.instanceID, "instance_id")
+	w.i32(&c.generation, "generation")
 }
 
-func getMemberCall(d *dec) memberCall {
-	return memberCall{group: d.str("group"), memberID: d.str("member_id"), instanceID: d.nstr("instance_id"), generation: d.i32("generation")}
+func leaveBody(w field, group *string, ids *[]groups.LeaveIdentity) {
+	w.str(group, "leave.group")
+	*ids = sized(*ids, w.count(len(*ids), "leave.members", 12))
+	for i := range *ids {
+		id := &(*ids)[i]
+		w.str(&id.MemberID, "leave.member_id")
+		w.nstr(&id.InstanceID, "leave.instance_id")
+		w.str(&id.Reason, "leave.reason")
+	}
 }
+
+func codesBody(w field, top *int16, codes *[]int16) {
+	w.i16(top, "code")
+	*codes = sized(*codes, w.count(len(*codes), "codes", 2))
+	for i := range *codes {
+		w.i16(&(*codes)[i], "codes.code")
+	}
+}
+
+func descriptionBody(w field, desc *groups.Description, found *bool, code *int16) {
+	w.i16(code, "describe.code")
+	w.boolean(found, "describe.found")
+	w.str(&desc.State, "describe.state")
+	w.str(&desc.ProtocolType, "describe.protocol_type")
+	w.str(&desc.Protocol, "describe.protocol")
+	desc.Members = sized(desc.Members, w.count(len(desc.Members), "describe.members", 24))
+	for i := range desc.Members {
+		m := &desc.Members[i]
+		w.str(&m.MemberID, "describe.member_id")
+		w.nstr(&m.InstanceID, "describe.instance_id")
+		w.str(&m.ClientID, "describe.client_id")
+		w.str(&m.ClientHost, "describe.client_host")
+		w.bytes(&m.Metadata, "describe.metadata")
+		w.bytes(&m.Assignment, "describe.assignment")
+	}
+}
+
+func listingBody(w field, ls *[]groups.Listing, code *int16) {
+	w.i16(code, "list.code")
+	*ls = sized(*ls, w.count(len(*ls), "list.groups", 9))
+	for i := range *ls {
+		l := &(*ls)[i]
+		w.str(&l.Group, "list.group")
+		w.str(&l.ProtocolType, "list.protocol_type")
+		st := uint8(l.State)
+		w.u8(&st, "list.state")
+		w.check(st <= uint8(groups.StateDead), "list.state", "unknown state")
+		l.State = groups.State(st)
+	}
+}
+
+func stringsBody(w field, ss *[]string, f string) {
+	*ss = sized(*ss, w.count(len(*ss), f, 4))
+	for i := range *ss {
+		w.str(&(*ss)[i], f)
+	}
+}
+
+// The two directions of each body, as the router calls them.
+
+func putJoinParams(e *enc, p *groups.JoinParams) { joinParams(encField{e}, p) }
+func getJoinParams(d *dec) (p groups.JoinParams) { joinParams(decField{d}, &p); return p }
+func putJoinResult(e *enc, r *groups.JoinResult) { joinResult(encField{e}, r) }
+func getJoinResult(d *dec) (r groups.JoinResult) { joinResult(decField{d}, &r); return r }
+func putSyncParams(e *enc, p *groups.SyncParams) { syncParams(encField{e}, p) }
+func getSyncParams(d *dec) (p groups.SyncParams) { syncParams(decField{d}, &p); return p }
+func putSyncResult(e *enc, r *groups.SyncResult) { syncResult(encField{e}, r) }
+func getSyncResult(d *dec) (r groups.SyncResult) { syncResult(decField{d}, &r); return r }
+func putMemberCall(e *enc, c *memberCall)        { memberCallBody(encField{e}, c) }
+func getMemberCall(d *dec) (c memberCall)        { memberCallBody(decField{d}, &c); return c }
 
 func putLeave(e *enc, group string, ids []groups.LeaveIdentity) {
-	e.str(group)
-	e.u32(uint32(len(ids)))
-	for _, id := range ids {
-		e.str(id.MemberID)
-		e.nstr(id.InstanceID)
-		e.str(id.Reason)
-	}
+	leaveBody(encField{e}, &group, &ids)
 }
-
-func getLeave(d *dec) (string, []groups.LeaveIdentity) {
-	group := d.str("leave.group")
-	n := d.count("leave.members", 12)
-	ids := make([]groups.LeaveIdentity, 0, n)
-	for range n {
-		ids = append(ids, groups.LeaveIdentity{MemberID: d.str("leave.member_id"), InstanceID: d.nstr("leave.instance_id"), Reason: d.str("leave.reason")})
-	}
+func getLeave(d *dec) (group string, ids []groups.LeaveIdentity) {
+	leaveBody(decField{d}, &group, &ids)
 	return group, ids
 }
-
-func putCodes(e *enc, top int16, codes []int16) {
-	e.i16(top)
-	e.u32(uint32(len(codes)))
-	for _, c := range codes {
-		e.i16(c)
-	}
-}
-
-func getCodes(d *dec) (int16, []int16) {
-	top := d.i16("code")
-	n := d.count("codes", 2)
-	codes := make([]int16, 0, n)
-	for range n {
-		codes = append(codes, d.i16("codes.code"))
-	}
+func putCodes(e *enc, top int16, codes []int16) { codesBody(encField{e}, &top, &codes) }
+func getCodes(d *dec) (top int16, codes []int16) {
+	codesBody(decField{d}, &top, &codes)
 	return top, codes
 }
-
 func putDescription(e *enc, desc *groups.Description, found bool, code int16) {
-	e.i16(code)
-	e.boolean(found)
-	e.str(desc.State)
-	e.str(desc.ProtocolType)
-	e.str(desc.Protocol)
-	e.u32(uint32(len(desc.Members)))
-	for _, m := range desc.Members {
-		e.str(m.MemberID)
-		e.nstr(m.InstanceID)
-		e.str(m.ClientID)
-		e.str(m.ClientHost)
-		e.bytes(m.Metadata)
-		e.bytes(m.Assignment)
-	}
+	descriptionBody(encField{e}, desc, &found, &code)
 }
-
-func getDescription(d *dec) (groups.Description, bool, int16) {
-	code := d.i16("describe.code")
-	found := d.boolean("describe.found")
-	var desc groups.Description
-	desc.State = d.str("describe.state")
-	desc.ProtocolType = d.str("describe.protocol_type")
-	desc.Protocol = d.str("describe.protocol")
-	n := d.count("describe.members", 24)
-	for range n {
-		desc.Members = append(desc.Members, groups.MemberDescription{
-			MemberID: d.str("describe.member_id"), InstanceID: d.nstr("describe.instance_id"),
-			ClientID: d.str("describe.client_id"), ClientHost: d.str("describe.client_host"),
-			Metadata: d.bytes("describe.metadata"), Assignment: d.bytes("describe.assignment"),
-		})
-	}
+func getDescription(d *dec) (desc groups.Description, found bool, code int16) {
+	descriptionBody(decField{d}, &desc, &found, &code)
 	return desc, found, code
 }
-
-func putListing(e *enc, ls []groups.Listing, code int16) {
-	e.i16(code)
-	e.u32(uint32(len(ls)))
-	for _, l := range ls {
-		e.str(l.Group)
-		e.str(l.ProtocolType)
-		e.u8(uint8(l.State))
-	}
-}
-
-func getListing(d *dec) ([]groups.Listing, int16) {
-	code := d.i16("list.code")
-	n := d.count("list.groups", 9)
-	ls := make([]groups.Listing, 0, n)
-	for range n {
-		l := groups.Listing{Group: d.str("list.group"), ProtocolType: d.str("list.protocol_type")}
-		st := d.u8("list.state")
-		if st > uint8(groups.StateDead) {
-			d.fail("list.state", "unknown state")
-		}
-		l.State = groups.State(st)
-		ls = append(ls, l)
-	}
+func putListing(e *enc, ls []groups.Listing, code int16) { listingBody(encField{e}, &ls, &code) }
+func getListing(d *dec) (ls []groups.Listing, code int16) {
+	listingBody(decField{d}, &ls, &code)
 	return ls, code
 }
-
-func putStrings(e *enc, ss []string) {
-	e.u32(uint32(len(ss)))
-	for _, s := range ss {
-		e.str(s)
-	}
-}
-
-func getStrings(d *dec, f string) []string {
-	n := d.count(f, 4)
-	ss := make([]string, 0, n)
-	for range n {
-		ss = append(ss, d.str(f))
-	}
+func putStrings(e *enc, ss []string) { stringsBody(encField{e}, &ss, "strings") }
+func getStrings(d *dec, f string) (ss []string) {
+	stringsBody(decField{d}, &ss, f)
 	return ss
 }
