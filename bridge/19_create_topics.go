@@ -77,23 +77,14 @@ func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Resp
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	validateOnly := rq.Version >= 1 && req.ValidateOnly
 
-	count := make(map[string]int, len(req.Topics))
-	for i := range req.Topics {
-		count[req.Topics[i].Topic]++
-	}
-	answeredDup := map[string]bool{}
 	cc := &collisionCheck{b: b}
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		if count[rt.Topic] > 1 {
-			if !answeredDup[rt.Topic] {
-				answeredDup[rt.Topic] = true
-				resp.Topics = append(resp.Topics, createTopicError(rt.Topic, kerr.InvalidRequest.Code, "Duplicate topic name."))
-			}
-			continue
-		}
-		resp.Topics = append(resp.Topics, b.createTopic(ctx, rt, validateOnly, cc))
-	}
+	eachTopic(req.Topics, func(rt *kmsg.CreateTopicsRequestTopic) string { return rt.Topic },
+		func(name string) {
+			resp.Topics = append(resp.Topics, createTopicError(name, kerr.InvalidRequest.Code, "Duplicate topic name."))
+		},
+		func(rt *kmsg.CreateTopicsRequestTopic) {
+			resp.Topics = append(resp.Topics, b.createTopic(ctx, rt, validateOnly, cc))
+		})
 	return resp, nil
 }
 

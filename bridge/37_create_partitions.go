@@ -60,23 +60,12 @@ func (b *Bridge) handleCreatePartitions(ctx context.Context, rq *Request) (kmsg.
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	count := make(map[string]int, len(req.Topics))
-	for i := range req.Topics {
-		count[req.Topics[i].Topic]++
-	}
-	dupDone := map[string]bool{}
-	for i := range req.Topics {
-		rt := &req.Topics[i]
-		if count[rt.Topic] > 1 {
-			if !dupDone[rt.Topic] {
-				dupDone[rt.Topic] = true
-				answer(rt.Topic, kerr.InvalidRequest.Code, "Duplicate topic name.")
-			}
-			continue
-		}
-		code, msg := b.createPartitions(ctx, rt, req.ValidateOnly)
-		answer(rt.Topic, code, msg)
-	}
+	eachTopic(req.Topics, func(rt *kmsg.CreatePartitionsRequestTopic) string { return rt.Topic },
+		func(name string) { answer(name, kerr.InvalidRequest.Code, "Duplicate topic name.") },
+		func(rt *kmsg.CreatePartitionsRequestTopic) {
+			code, msg := b.createPartitions(ctx, rt, req.ValidateOnly)
+			answer(rt.Topic, code, msg)
+		})
 	return resp, nil
 }
 

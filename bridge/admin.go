@@ -206,3 +206,27 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	b.log.Info().Str("topic", name).Int("options", len(patch)).Msg("altered topic configs")
 	return 0, ""
 }
+
+// eachTopic runs a request's topics in order, as CreateTopics and
+// CreatePartitions do: a name that appears more than once is answered once
+// by dup (Kafka: INVALID_REQUEST "Duplicate topic name.") and none of its
+// entries run; every other topic runs do.
+func eachTopic[T any](topics []T, name func(*T) string, dup func(name string), do func(*T)) {
+	count := make(map[string]int, len(topics))
+	for i := range topics {
+		count[name(&topics[i])]++
+	}
+	answered := map[string]bool{}
+	for i := range topics {
+		t := &topics[i]
+		n := name(t)
+		if count[n] > 1 {
+			if !answered[n] {
+				answered[n] = true
+				dup(n)
+			}
+			continue
+		}
+		do(t)
+	}
+}
