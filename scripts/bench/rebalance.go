@@ -195,7 +195,6 @@ func groupWhole(state string, assigned map[string][]int32, partitions int, want 
 func waitWhole(ctx context.Context, adm *kadm.Client, group, topic string, partitions int, members []*rbMember, d time.Duration) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	last := errors.New("not asked")
 	for {
 		want := make([]string, len(members))
 		for i, m := range members {
@@ -213,10 +212,9 @@ func waitWhole(ctx context.Context, adm *kadm.Client, group, topic string, parti
 				}
 			}
 		}
-		last = err
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("group %s not whole within %s: %v", group, d, last)
+			return time.Time{}, fmt.Errorf("group %s not whole within %s: %v", group, d, err)
 		case <-time.After(rebalancePoll):
 		}
 	}
