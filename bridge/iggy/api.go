@@ -37,24 +37,34 @@ func (c *Client) Send(ctx context.Context, t TopicRef, partition uint32, m *Mess
 	}
 	m.sent = true
 	key := t.key(partition)
-	tc, fence := c, icodec.PartitionContext{}
-	if c.routing() {
-		var err error
-		if tc, fence, err = c.target(ctx, key, t.StreamID(), t.TopicID()); err != nil {
-			m.Release()
-			return -1, err
+	for attempt := 0; ; attempt++ {
+		tc, fence := c, icodec.PartitionContext{}
+		if c.routing() {
+			var err error
+			if tc, fence, err = c.target(ctx, key, t.StreamID(), t.TopicID()); err != nil {
+				m.Release()
+				return -1, err
+			}
 		}
-	}
-	cl := newCall("message.send", icodec.OperationSendMessages, icodec.CodeSendMessages)
-	cl.msgs, cl.fence = m, fence
-	if _, _, err := tc.roundTrip(ctx, cl, &key); err != nil {
+		cl := newCall("message.send", icodec.OperationSendMessages, icodec.CodeSendMessages)
+		cl.msgs, cl.fence = m, fence
+		_, _, err := tc.roundTrip(ctx, cl, &key)
+		if err == nil {
+			return cl.base, nil
+		}
 		c.invalidateOnNotFound(t, err)
-		// A refused send was never admitted, but its messages are gone:
-		// the caller retries (Kafka: NOT_LEADER_OR_FOLLOWER) on the new route.
-		c.refused(ctx, tc, key, t.StreamID(), t.TopicID(), err)
+		retry := c.refused(ctx, tc, key, t.StreamID(), t.TopicID(), err)
+		if cl.state.Load() == csDone && cl.msgs != nil {
+			// The node refused the messages unadmitted and handed them back
+			// (session.handBack): once more along the fresh route, then the
+			// caller retries (Kafka: NOT_LEADER_OR_FOLLOWER).
+			if m = cl.msgs; attempt == 0 && retry && ctx.Err() == nil {
+				continue
+			}
+			m.Release()
+		}
 		return -1, err
 	}
-	return cl.base, nil
 }
 
 // Polled is the answer of Poll. Batches aliases a pooled buffer: call

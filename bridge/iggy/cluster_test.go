@@ -49,6 +49,7 @@ func sidecarConfig(addr string) Config {
 	cfg.FollowLeader = true
 	cfg.RoutePartitions = true
 	cfg.PoolSize = 2
+	cfg.MaxBatchMessages = 2 // a 3-message send leaves as two batches
 	return cfg
 }
 
@@ -99,8 +100,9 @@ func messagesOn(ctx context.Context, t *testing.T, c *Client, tr TopicRef, parti
 // cluster produces to, polls and stores offsets of partition 1, whose
 // primary is node b: the records land on b (a has none and refuses the
 // partition with 89), come back through the client, and the offset is on
-// b. When the primary moves, the first request on the old route is refused
-// and the client follows the new route.
+// b. When the primary moves, the request on the old route is refused
+// unadmitted and sent again along the new route (sends too: the session
+// hands the refused messages back).
 func TestPartitionRouting(t *testing.T) {
 	fc := startFakeCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -153,17 +155,31 @@ func TestPartitionRouting(t *testing.T) {
 	}
 
 	// Partition 1 moves to a. The cached route still names b, which
-	// refuses; the send fails retriably and the next one goes to a.
+	// refuses unadmitted; the send goes again along the new route to a.
 	fc.primary[1].Store(0)
-	_, err = sendRouted(ctx, t, c, tr, 1, "moved")
-	if !errors.Is(err, icodec.StatusNotPrimary) || !Retriable(err) {
-		t.Fatalf("send on the stale route: %v, want a retriable 89", err)
-	}
 	if base, err := sendRouted(ctx, t, c, tr, 1, "moved"); err != nil || base != 0 {
-		t.Fatalf("send after the refusal: base %d, %v (want a's partition 1, base 0)", base, err)
+		t.Fatalf("send on the stale route: base %d, %v (want a's partition 1, base 0)", base, err)
 	}
 	if n := messagesOn(ctx, t, da, tr, 1); n != 1 {
 		t.Fatalf("partition 1 on a after the move: %d messages, want 1", n)
+	}
+	if n := messagesOn(ctx, t, db, tr, 1); n != 2 {
+		t.Fatalf("partition 1 on b after the move: %d messages, want the 2 from before", n)
+	}
+	// Back to b, with a send split into batches (max_batch_messages 2): the
+	// first batch is refused by a and the whole send goes to b.
+	fc.primary[1].Store(1)
+	m := c.NewMessages()
+	for _, v := range []string{"s0", "s1", "s2"} {
+		if err := m.Add(randID(), uint64(time.Now().UnixMicro()), []byte(v), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if base, err := c.Send(ctx, tr, 1, m); err != nil || base != 2 {
+		t.Fatalf("split send after the move back: base %d, %v (want b's offset 2)", base, err)
+	}
+	if got, err := pollAll(ctx, db, tr, 1); err != nil || !slices.Equal(got, []string{"m1", "m3", "s0", "s1", "s2"}) {
+		t.Fatalf("partition 1 on b: %q, %v", got, err)
 	}
 	// Partition 0 moves to b: a poll on the stale route is refused by a and
 	// tried again at once along the new route (b's partition 0 is empty).

@@ -50,10 +50,10 @@
 // when the home sessions are on that node, otherwise on a peer pool (a
 // Client of its own for that node, opened on first use), with the route's
 // incarnation and metadata op stamped in the request header. A 89
-// NotPrimary or 87 HistoryUnavailable answer drops the route; polls and
-// offset commands are then tried once more on the fresh route, sends fail
-// retriably. While the metadata lists one node nothing of this costs a
-// round trip.
+// NotPrimary or 87 HistoryUnavailable answer drops the route; the request
+// (a send too: 89 hands its unadmitted messages back) is then tried once
+// more on the fresh route. While the metadata lists one node nothing of
+// this costs a round trip.
 //
 // # Buffers
 //

@@ -28,8 +28,8 @@ import (
 // the generation has no routes, 0.11) a partition request costs nothing
 // extra. A NotPrimary answer there, or on any node, reads the cluster
 // metadata again, drops the partition's route, and the request is tried
-// once more along the fresh route (a Send is not: its messages are gone, so
-// it fails with the retriable refusal and the next Send takes the new route).
+// once more along the fresh route (a Send too: the session hands refused,
+// unadmitted messages back to it with their frames reopened).
 type router struct {
 	clustered atomic.Bool // the last GET_CLUSTER_METADATA listed two or more reachable nodes
 

@@ -588,7 +588,11 @@ func (s *session) sendCoalesced() {
 	}
 	for _, cl := range u.sends {
 		n := cl.msgs.Len()
-		cl.releaseRequest(s.c)
+		if handBack(err, cl) {
+			icodec.ReopenFrames(cl.msgs.frames(), lo)
+		} else {
+			cl.releaseRequest(s.c)
+		}
 		cl.complete(s.c, nil, nil, base, sent, err)
 		if base >= 0 {
 			base += int64(n)
@@ -605,6 +609,7 @@ func (s *session) sendSplit(cl *call, lim takeLimits) {
 	first := int64(-1)
 	expect := int64(-1)
 	anySent := false
+	kept := false
 	var err error
 	for off, chunk := 0, 0; off < len(frames); chunk++ {
 		end, count := off, 0
@@ -633,6 +638,8 @@ func (s *session) sendSplit(cl *call, lim takeLimits) {
 		if err != nil {
 			if chunk > 0 {
 				s.log.Warn().Err(err).Int("chunk", chunk).Msg("iggy split send failed after earlier batches were stored")
+			} else if kept = handBack(err, cl); kept {
+				icodec.ReopenFrames(frames[off:end], lo)
 			}
 			break
 		}
@@ -648,12 +655,22 @@ func (s *session) sendSplit(cl *call, lim takeLimits) {
 		}
 		off = end
 	}
-	cl.releaseRequest(s.c)
+	if !kept {
+		cl.releaseRequest(s.c)
+	}
 	if err != nil {
 		cl.complete(s.c, nil, nil, -1, anySent, err)
 		return
 	}
 	cl.complete(s.c, nil, nil, first, true, nil)
+}
+
+// handBack reports whether a send call's messages go back to its caller
+// instead of the pool: a node refused them unadmitted (89 NotPrimary) and
+// the caller still waits, so Send can resend them along a fresh partition
+// route. Their frames are reopened first (icodec.ReopenFrames).
+func handBack(err error, cl *call) bool {
+	return err != nil && errors.Is(err, icodec.StatusNotPrimary) && cl.state.Load() == csPending
 }
 
 // sendBatch writes one SEND_MESSAGES whose frames are segs[1:] (count

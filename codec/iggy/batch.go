@@ -203,6 +203,25 @@ func OpenFrameOrigin(frame []byte) uint64 {
 	return binary.LittleEndian.Uint64(frame[frameChecksumOff:])
 }
 
+// ReopenFrames turns the frames of blob, sealed (BatchSealer.Seal) in a
+// batch whose smallest origin timestamp was minTS, back into open frames:
+// each origin timestamp returns to the checksum slot, so the frames can be
+// sealed again into another batch (a send a node refused unadmitted, sent
+// to another node). The offset and timestamp deltas are left; the next
+// Seal overwrites them.
+func ReopenFrames(blob []byte, minTS uint64) {
+	for off := 0; off < len(blob); {
+		f := blob[off:]
+		end := frameEnd(f)
+		if end < 0 {
+			return
+		}
+		ts := minTS + uint64(binary.LittleEndian.Uint32(f[frameTimestampDeltaOff:]))
+		binary.LittleEndian.PutUint64(f[frameChecksumOff:], ts)
+		off += end
+	}
+}
+
 // FrameLen returns the length of the message frame at the start of blob
 // (header, payload and user headers) when it fits in blob, else -1.
 func FrameLen(blob []byte) int { return frameEnd(blob) }

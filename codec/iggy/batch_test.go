@@ -890,3 +890,47 @@ func TestBatchSealerSegmentsMatchBuilder(t *testing.T) {
 		t.Fatalf("Seal allocates %v times", n)
 	}
 }
+
+// TestReopenFramesReseal: frames sealed into one batch, reopened, and
+// sealed alone into another batch give the batch a builder makes of them
+// (a refused coalesced send resent on its own).
+func TestReopenFramesReseal(t *testing.T) {
+	type msg struct {
+		ts      uint64
+		payload string
+	}
+	first := []msg{{50, "other caller"}}
+	mine := []msg{{9000, "late"}, {100, "early"}, {5000, "mid"}}
+	var seg0, seg1 []byte
+	for i, m := range first {
+		seg0 = AppendOpenFrame(seg0, wire.U128{Lo: uint64(i + 1)}, m.ts, []byte(m.payload), nil)
+	}
+	for i, m := range mine {
+		seg1 = AppendOpenFrame(seg1, wire.U128{Hi: uint64(i + 1)}, m.ts, []byte(m.payload), nil)
+	}
+	var s BatchSealer
+	hdr := make([]byte, BatchHeaderSize)
+	s.Seal(hdr, [][]byte{seg0, seg1}, 4, 50)
+	ReopenFrames(seg1, 50)
+	for off, i := 0, 0; off < len(seg1); i++ {
+		if got := OpenFrameOrigin(seg1[off:]); got != mine[i].ts {
+			t.Fatalf("frame %d reopened with origin %d, want %d", i, got, mine[i].ts)
+		}
+		off += FrameLen(seg1[off:])
+	}
+	s.Seal(hdr, [][]byte{seg1}, 3, 100)
+	var b BatchBuilder
+	b.Begin(nil)
+	for i, m := range mine {
+		if err := b.Add(wire.U128{Hi: uint64(i + 1)}, m.ts, []byte(m.payload), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(hdr, seg1...); !bytes.Equal(got, want) {
+		t.Fatal("the resealed frames differ from the builder's batch")
+	}
+}
