@@ -14,13 +14,20 @@ package bridge
 //     boundaries are not visible to a client. The partition's single
 //     consumer kafka.log-start is stored at log start offset − 1 (Iggy's
 //     "last processed message"), then DELETE_SEGMENTS asks for every sealed
-//     segment: the server deletes only sealed segments that end at or below
-//     the lowest stored consumer offset of the partition (its consumer
-//     barrier), so exactly those wholly below the log start offset go
-//     (fewer while a consumer group's stored offset is lower), and a
-//     repartition topic Streams purges stays bounded. The active segment
-//     always stays. A failure of this step is logged; the log start offset
-//     holds all the same. The kafka.log-start offset also holds back Iggy's
+//     segment: the server raises the partition's delete watermark to the
+//     end of its newest sealed segment and deletes only sealed segments that
+//     end at or below it and at or below the lowest stored consumer offset
+//     of the partition (its consumer barrier), so exactly those wholly below
+//     the log start offset go, and a repartition topic Streams purges stays
+//     bounded. Those a consumer group's lower stored offset holds back go
+//     when that offset moves past them (the watermark stays). The active
+//     segment always stays. The real 0.9 server answers with operation 68
+//     (TruncatePartition, result-framed: success even when nothing was
+//     deleted, or 1009/2010/3007/41), 138 with an empty body only for a body
+//     it cannot decode, and 58 TransientNotAccepted while the partition has
+//     not converged, which the Iggy client resends while its request timeout
+//     allows (bridge/iggy). A failure of this step is logged; the log start
+//     offset holds all the same. The kafka.log-start offset also holds back Iggy's
 //     time and size retention at the log start offset (a consumer barrier).
 //   - Answers, per partition: the new low watermark (the log start offset
 //     after the call, never below Iggy's own first retained offset); an

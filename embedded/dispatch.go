@@ -26,8 +26,12 @@ type outcome struct {
 	anonymous bool           // put the connection number in the reply's client field
 	evicted   bool
 	evict     iggy.EvictionReason
-	silent    bool   // no reply at all (§1.9)
-	why       string // for the log when silent
+	// uncommitted answers a metadata-numbered request without committing
+	// it: the request number is not consumed and the reply not cached
+	// (DELETE_SEGMENTS with an undecodable body).
+	uncommitted bool
+	silent      bool   // no reply at all (§1.9)
+	why         string // for the log when silent
 }
 
 // handler serves one command.
@@ -270,6 +274,10 @@ func (s *Server) serveReplicated(c *conn, r *request) outcome {
 		return statusOf(iggy.StatusRequestAlreadyApplied)
 	}
 	out := h.fn(c, r)
+	if out.uncommitted {
+		out.logOp, out.commit = s.commit, s.commit
+		return out
+	}
 	if out.silent || out.evicted || out.status != 0 {
 		return out // not committed: the number is not consumed
 	}

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -35,11 +36,21 @@ type fidelityRow struct {
 	sidecar string // what the sidecar does with the answer ("" = nothing special)
 	as      string // log in as this user (password "secret"); "" root; "-" not logged in
 	build   func(f *fidelityFixture, c *tclient) []byte
-	want    expect
+	want    expect // want.then, when set, checks the outcome after the reply
+}
+
+// fidelityThen is a check after a row's reply (on the row's connection);
+// says is the document's note on it.
+type fidelityThen struct {
+	says  string
+	check func(t *testing.T, c *tclient)
 }
 
 // fidelityFixture is newFixture's server plus a user with no permissions
-// ("nobody") and a consumer offset stored for single consumer 5 on t/0.
+// ("nobody"), a consumer offset stored for single consumer 5 on t/0, and
+// topic "seg" (1) of 1 MiB segments whose partition 0 holds two sealed
+// segments [0, 1] and [2, 3] and an empty active one, with consumer 5's
+// offset at 1.
 type fidelityFixture struct {
 	fixture
 }
@@ -50,7 +61,41 @@ func newFidelityFixture(t *testing.T) *fidelityFixture {
 	c.ok(c.meta(iggy.OperationCreateUser, &iggy.CreateUserRequest{Username: "nobody", Password: "secret", Status: iggy.UserStatusActive}))
 	c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(5), StreamID: numID(0), TopicID: numID(0),
 		PartitionID: iggy.OptionalPartition{Present: true}, Offset: 1, Ack: iggy.AckLevelQuorum}))
+	c.createTopic(numID(0), "seg", 1, iggy.Options{opt("segment_size", iggy.HeaderKindUint64, u64(1<<20))})
+	big := string(make([]byte, 600<<10))
+	for range 4 {
+		c.send(numID(0), nameID("seg"), 0, big)
+	}
+	c.ok(storeSeg(c, 1))
+	if n := segCount(t, c); n != 3 {
+		t.Fatalf("fixture: topic seg has %d segments, want 3", n)
+	}
 	return f
+}
+
+// storeSeg stores consumer 5's offset on seg/0.
+func storeSeg(c *tclient, off uint64) reply {
+	return c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(5), StreamID: numID(0), TopicID: nameID("seg"),
+		PartitionID: iggy.OptionalPartition{Present: true}, Offset: off, Ack: iggy.AckLevelQuorum})
+}
+
+// segCount is the number of segments of seg/0.
+func segCount(t *testing.T, c *tclient) uint32 {
+	t.Helper()
+	td, _ := c.getTopic(numID(0), nameID("seg"))
+	if len(td.Partitions) != 1 {
+		t.Fatalf("topic seg: %d partitions", len(td.Partitions))
+	}
+	return td.Partitions[0].SegmentsCount
+}
+
+// firstSeg is the first offset of seg/0.
+func firstSeg(c *tclient) uint64 {
+	p := c.poll(pollReq(single(9), numID(0), nameID("seg"), ptr(uint32(0)), iggy.PollingKindFirst, 0, 1, false))
+	if len(p.offsets) == 0 {
+		return math.MaxUint64
+	}
+	return p.offsets[0]
 }
 
 // Request builders for the rows.
@@ -97,6 +142,10 @@ const (
 	srcPermsTopics   = "core/metadata/src/permissioner/permissioner_rules/topics.rs"
 	srcPermsStreams  = "core/metadata/src/permissioner/permissioner_rules/streams.rs"
 	srcConsumer      = "core/binary_protocol/src/primitives/consumer.rs"
+	srcStreamSTM     = "core/metadata/src/stm/stream.rs"
+	srcAuthzSTM      = "core/metadata/src/stm/authz.rs"
+	srcPermsSegments = "core/metadata/src/permissioner/permissioner_rules/segments.rs"
+	srcReconciler    = "core/server/src/partition_reconciler.rs"
 )
 
 func fidelityRows(t testing.TB) []fidelityRow {
@@ -158,6 +207,25 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		cmdGetGroup  = cmdLabel(iggy.CodeGetConsumerGroup)
 		cmdCrGroup   = cmdLabel(iggy.CodeCreateConsumerGroup)
 		cmdDelGroup  = cmdLabel(iggy.CodeDeleteConsumerGroup)
+		cmdDelSegs   = cmdLabel(iggy.CodeDeleteSegments)
+	)
+	delSegs := func(sid, tid iggy.Identifier, part, count uint32) []byte {
+		return encode(&iggy.DeleteSegmentsRequest{StreamID: sid, TopicID: tid, PartitionID: part, SegmentsCount: count})
+	}
+	segID := nameID("seg")
+	truncOK := expect{ch: chOK, op: iggy.OperationTruncatePartition}
+	thenCheck := func(e expect, says string, check func(t *testing.T, c *tclient)) expect {
+		e.then = &fidelityThen{says: says, check: check}
+		return e
+	}
+	truncErr := func(code iggy.Status) expect {
+		return expect{ch: chResult, code: code, op: iggy.OperationTruncatePartition}
+	}
+	const (
+		delSegsFn     = srcDispatch + ": handle_delete_segments_request (l. 3152)"
+		delSegsResolv = srcDispatch + ": resolve_delete_segments_truncate (l. 3284)"
+		truncApply    = srcStreamSTM + ": TruncatePartitionRequest::apply (l. 679)"
+		sidecarLogged = "logged; the log start offset holds, the segments stay"
 	)
 	return []fidelityRow{
 		// Login and session.
@@ -258,6 +326,47 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		{cmdCrGroup, "unknown stream", srcResult + ": CreateConsumerGroupResult", "", "", replicated(iggy.OperationCreateConsumerGroup, encode(&iggy.CreateConsumerGroupRequest{StreamID: nameID("nope"), TopicID: t0, Name: "g"})), result(iggy.StatusStreamIDNotFound)},
 		{cmdDelGroup, "unknown group", srcResult + ": DeleteConsumerGroupResult", "counts as deleted", "", replicated(iggy.OperationDeleteConsumerGroup, encode(&iggy.DeleteConsumerGroupRequest{StreamID: s0, TopicID: t0, GroupID: nameID("nope")})), result(iggy.StatusConsumerGroupIDNotFound)},
 		{cmdDelGroup, "unknown topic", srcResult + ": DeleteConsumerGroupResult", "", "", replicated(iggy.OperationDeleteConsumerGroup, encode(&iggy.DeleteConsumerGroupRequest{StreamID: s0, TopicID: nameID("nope"), GroupID: nameID("g")})), result(iggy.StatusTopicIDNotFound)},
+
+		// Segments (DeleteRecords' DELETE_SEGMENTS: all sealed segments of a
+		// partition below its kafka.log-start consumer offset). The reply
+		// operation is part of the answer: 68 TruncatePartition
+		// (result-framed) or 138 DeleteSegments.
+		{cmdDelSegs, "undecodable body", delSegsResolv + " (decode_from fails) and " + delSegsFn + " (Err → build_empty_reply, l. 3251; nothing committed)",
+			"never sent", "", replicated(iggy.OperationDeleteSegments, []byte{1, 4}), expect{ch: chEmpty, op: iggy.OperationDeleteSegments}},
+		{cmdDelSegs, "unknown stream", delSegsResolv + " (unresolved: TruncatePartition with the raw ids, l. 3307) → " + truncApply + "; " + srcResult + ": TruncatePartitionResult",
+			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(nameID("nope"), t0, 0, 1)), truncErr(iggy.StatusStreamIDNotFound)},
+		{cmdDelSegs, "unknown topic", delSegsResolv + " (l. 3307) → " + truncApply,
+			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(s0, nameID("nope"), 0, 1)), truncErr(iggy.StatusTopicIDNotFound)},
+		{cmdDelSegs, "unknown partition", delSegsResolv + " (l. 3307) → " + truncApply,
+			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 7, 1)), truncErr(iggy.StatusPartitionNotFound)},
+		{cmdDelSegs, "no permission", srcAuthzSTM + ": authorize (TruncatePartition, l. 244; after the stream/topic resolve, before the partition) → " + srcPermsSegments + ": delete_segments → manage_topic",
+			sidecarLogged, "reader", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 7, 1)), truncErr(iggy.StatusUnauthorized)},
+		{cmdDelSegs, "nothing sealed", delSegsResolv + " (no sealed segment: TruncatePartition(0), l. 3359) → " + truncApply,
+			"", "", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 0, math.MaxUint32)), truncOK},
+		{cmdDelSegs, "count 0", srcPartition + ": nth_oldest_sealed_end (count 0: None, l. 4980) → TruncatePartition(0)",
+			"never sent", "", replicated(iggy.OperationDeleteSegments, delSegs(numID(0), segID, 0, 0)),
+			thenCheck(truncOK, "nothing deleted", func(t *testing.T, c *tclient) {
+				if n := segCount(t, c); n != 3 {
+					t.Fatalf("%d segments left, want 3", n)
+				}
+			})},
+		{cmdDelSegs, "sealed below a consumer offset", delSegsResolv + " (watermark: the count-th oldest sealed segment's end) → " + truncApply +
+			" (deleted_up_to_offset, monotonic); " + srcReconciler + ": reconcile_segment_truncations → " + srcPartition +
+			": remove_sealed_segments_up_to (l. 3852; sealed, end ≤ watermark, end ≤ min_committed_offset)",
+			"the segments wholly below the log start offset go", "", replicated(iggy.OperationDeleteSegments, delSegs(numID(0), segID, 0, math.MaxUint32)),
+			thenCheck(truncOK, "[0, 1] deleted, [2, 3] held back by consumer 5 at 1 until its offset reaches 3 (the watermark stays; the real reconciler re-tries every pass)", func(t *testing.T, c *tclient) {
+				if n, f := segCount(t, c), firstSeg(c); n != 2 || f != 2 {
+					t.Fatalf("%d segments, first offset %d; want 2 segments from offset 2", n, f)
+				}
+				c.ok(storeSeg(c, 2))
+				if n := segCount(t, c); n != 2 {
+					t.Fatalf("deleted past the consumer offset: %d segments", n)
+				}
+				c.ok(storeSeg(c, 3))
+				if n := segCount(t, c); n != 1 {
+					t.Fatalf("released segment kept: %d segments", n)
+				}
+			})},
 	}
 }
 
@@ -291,12 +400,26 @@ func TestFidelity(t *testing.T) {
 			}
 			c.writeRaw(row.build(f, c))
 			row.want.check(t, c)
+			if th := row.want.then; th != nil {
+				th.check(t, c)
+			}
 		})
 	}
 }
 
 // answer describes an expected reply for the document.
 func (e expect) answer() string {
+	a := e.channelAnswer()
+	if e.op != 0 {
+		a += fmt.Sprintf(", reply operation %d %s", uint8(e.op), e.op)
+	}
+	if e.then != nil {
+		a += "; then " + e.then.says
+	}
+	return a
+}
+
+func (e expect) channelAnswer() string {
 	switch e.ch {
 	case chOK:
 		return "status 0 with the reply body"

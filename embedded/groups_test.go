@@ -263,8 +263,28 @@ func TestExternalGroups(t *testing.T) {
 	// A single consumer's offset does pin.
 	c.send(numID(0), numID(0), 0, big, big)
 	c.ok(store(single(1), 2))
-	if r := c.meta(iggy.OperationDeleteSegments, &iggy.DeleteSegmentsRequest{StreamID: numID(0), TopicID: numID(0), SegmentsCount: 1}); r.hdr.Operation != iggy.OperationDeleteSegments {
-		t.Fatalf("pinned segment deleted (reply operation %d)", r.hdr.Operation)
+	segments := func() uint32 {
+		td, _ := c.getTopic(numID(0), numID(0))
+		return td.Partitions[0].SegmentsCount
+	}
+	// Acknowledged as the real server does (op 68, success), kept back by
+	// the consumer barrier...
+	if r := c.meta(iggy.OperationDeleteSegments, &iggy.DeleteSegmentsRequest{StreamID: numID(0), TopicID: numID(0), SegmentsCount: 1}); r.hdr.Operation != iggy.OperationTruncatePartition {
+		t.Fatalf("reply operation %d", r.hdr.Operation)
+	} else {
+		c.ok(r)
+	}
+	if n := segments(); n != 2 { // sealed [2..4] (the second send was one batch), active empty
+		t.Fatalf("pinned segment deleted: %d segments", n)
+	}
+	// ...and deleted once the offset reaches its end.
+	c.ok(store(single(1), 3))
+	if n := segments(); n != 2 {
+		t.Fatalf("segment deleted below its end: %d segments", n)
+	}
+	c.ok(store(single(1), 4))
+	if n := segments(); n != 1 {
+		t.Fatalf("released segment kept: %d segments", n)
 	}
 
 	// Deleted with the consumer group of the same name.

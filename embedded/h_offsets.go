@@ -197,8 +197,9 @@ func (s *Server) storeOffset(p *partition, key offsetKey, offset uint64, fsync b
 		return nil
 	}
 	p.offsets[key] = offset
+	err := s.saveOffsetsFile(p, fsync) // before pinning: segments go only below a saved offset
 	s.pinLocked(p)
-	return s.saveOffsetsFile(p, fsync)
+	return err
 }
 
 // deleteOffsets removes consumer offsets of p, persists and re-pins.
@@ -218,12 +219,19 @@ func (s *Server) deleteOffsets(p *partition, keys []offsetKey, fsync bool) error
 	if !changed {
 		return nil
 	}
+	err := s.saveOffsetsFile(p, fsync)
 	s.pinLocked(p)
-	return s.saveOffsetsFile(p, fsync)
+	return err
 }
 
 // pinLocked pins p's log at its lowest stored consumer offset (§7.2);
-// external-group offsets do not pin. Caller holds p.omu.
+// external-group offsets do not pin. A pin that moved up lets the log
+// delete the sealed segments below its delete watermark (DELETE_SEGMENTS)
+// that the old pin held back, as the real server's reconciler does
+// (core/server/src/partition_reconciler.rs: reconcile_segment_truncations
+// re-stages the committed watermark until the layout converges; the
+// barrier is core/partitions/src/iggy_partition.rs: min_committed_offset).
+// Caller holds p.omu.
 func (s *Server) pinLocked(p *partition) {
 	var low uint64
 	ok := false
@@ -235,5 +243,12 @@ func (s *Server) pinLocked(p *partition) {
 			low, ok = v, true
 		}
 	}
-	p.log.SetPinned(low, ok)
+	size := p.log.State().SizeBytes
+	n, err := p.log.SetPinned(low, ok)
+	s.dropped(size, p.log.State().SizeBytes)
+	if err != nil {
+		s.log.Error().Err(err).Uint32("partition_id", p.id).Msg("deleting segments released by a consumer offset failed")
+	} else if n > 0 {
+		s.log.Debug().Uint32("partition_id", p.id).Int("segments", n).Msg("segments released by a consumer offset deleted")
+	}
 }

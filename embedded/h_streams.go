@@ -127,14 +127,19 @@ func (s *Server) purgeStream(c *conn, r *request) outcome {
 		return resultErr(iggy.StatusUnauthorized)
 	}
 	for _, t := range st.topics {
-		s.purgeTopicData(t)
+		if s.purgeTopicData(t) {
+			r.dirty = true
+		}
 	}
 	return c.okResult(nil)
 }
 
-// purgeTopicData purges every partition of t. Caller holds Server.mu.
-func (s *Server) purgeTopicData(t *topic) {
+// purgeTopicData purges every partition of t and reports whether it cleared
+// a delete watermark (DELETE_SEGMENTS), which is metadata. Caller holds
+// Server.mu.
+func (s *Server) purgeTopicData(t *topic) (watermarks bool) {
 	for _, p := range t.partitions {
+		watermarks = watermarks || p.log.TruncatedTo() != 0
 		if err := s.purgePartition(p); err != nil {
 			s.log.Error().Err(err).Uint32("partition_id", p.id).Msg("cannot purge partition")
 		}
@@ -142,4 +147,5 @@ func (s *Server) purgeTopicData(t *topic) {
 	for _, g := range t.groups {
 		g.resetPolled()
 	}
+	return watermarks
 }

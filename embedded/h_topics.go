@@ -247,7 +247,9 @@ func (s *Server) purgeTopic(c *conn, r *request) outcome {
 	if !s.accessOf(r.sess).manageTopic(t.stream.id, t.id) {
 		return resultErr(iggy.StatusUnauthorized)
 	}
-	s.purgeTopicData(t)
+	if s.purgeTopicData(t) {
+		r.dirty = true
+	}
 	return c.okResult(nil)
 }
 
@@ -323,14 +325,47 @@ func (s *Server) deletePartitions(c *conn, r *request) outcome {
 	return c.okResult(nil)
 }
 
-// deleteSegments serves DELETE_SEGMENTS: the reply carries operation 68
-// (TruncatePartition, result-framed) when segments were deleted or the
-// target is refused, and 138 with an empty body when there was nothing to
-// delete (§3.9). Called with Server.mu held.
+// deleteSegments serves DELETE_SEGMENTS as the real 0.9 server does
+// (core/server/src/dispatch.rs: handle_delete_segments_request and
+// resolve_delete_segments_truncate). Called with Server.mu held.
+//
+//   - An undecodable body: status 0, operation 138 echoed, empty body,
+//     nothing committed (the real server acks it empty so the stream stays
+//     framed; its request number is not recorded).
+//   - Otherwise the count resolves to the last offset of the count-th oldest
+//     sealed segment (the newest sealed one when fewer exist; nothing when
+//     the count is 0 or nothing is sealed: watermark 0) and the real server
+//     commits a TruncatePartition for it, whose reply operation is 68,
+//     result-framed: 1009/2010 for an unknown stream/topic
+//     (core/metadata/src/stm/stream.rs: TruncatePartitionRequest::apply),
+//     41 Unauthorized without manage_topics on the topic
+//     (core/metadata/src/stm/authz.rs: authorize, TruncatePartition →
+//     Permissioner::delete_segments → manage_topic; it runs after the
+//     stream/topic resolve and before the partition lookup), 3007 for an
+//     unknown partition, else success `[u32 0]` — also when nothing is
+//     deleted. Shared iggy-protocol.md §3.9 says 138 with an empty body
+//     when there is nothing to delete; the real code never does that.
+//   - The real server raises the partition's delete watermark (monotonic)
+//     and acks; its reconciler deletes afterwards, on every replica, the
+//     oldest sealed segments ending at or below the watermark and at or
+//     below the lowest stored consumer or group offset
+//     (core/partitions/src/iggy_partition.rs: remove_sealed_segments_up_to,
+//     min_committed_offset), and keeps re-trying while the barrier holds
+//     segments back. The embedded server deletes the same segments before it
+//     replies, and later the ones a moving consumer offset releases
+//     (pinLocked). For a client the only difference is timing: after the
+//     real ack the segments may still be readable for a moment, here they
+//     are gone — a client cannot rely on either, since a consumer offset can
+//     hold them back on both.
+//   - The real server answers 58 TransientNotAccepted (op 68, result-framed)
+//     when the partition has not converged on its replicated log, and stays
+//     silent when the metadata submit fails (not primary); the client
+//     resends. A single in-process server has neither state, so the embedded
+//     server never answers that way.
 func (s *Server) deleteSegments(c *conn, r *request) outcome {
 	var req iggy.DeleteSegmentsRequest
 	if err := decodeBody(&req, r.body); err != nil {
-		return evictWith(iggy.EvictionReasonInvalidRequestBody)
+		return outcome{op: iggy.OperationDeleteSegments, uncommitted: true}
 	}
 	truncate := func(o outcome) outcome {
 		o.op = iggy.OperationTruncatePartition
@@ -347,14 +382,16 @@ func (s *Server) deleteSegments(c *conn, r *request) outcome {
 	if p == nil {
 		return truncate(resultErr(iggy.StatusPartitionNotFound))
 	}
-	size := p.log.State().SizeBytes
-	n, err := p.log.DeleteSegments(req.SegmentsCount)
+	end, _ := p.log.SealedEnd(req.SegmentsCount)
+	size, before := p.log.State().SizeBytes, p.log.TruncatedTo()
+	n, err := p.log.Truncate(end)
 	s.dropped(size, p.log.State().SizeBytes)
 	if err != nil {
 		s.log.Error().Err(err).Uint32("partition_id", p.id).Msg("delete segments failed")
 	}
-	if n == 0 {
-		return outcome{op: iggy.OperationDeleteSegments}
+	if p.log.TruncatedTo() != before {
+		r.dirty = true // the watermark is metadata
 	}
+	s.log.Debug().Uint32("partition_id", p.id).Uint64("up_to_offset", end).Int("segments", n).Msg("delete segments")
 	return truncate(c.okResult(nil))
 }

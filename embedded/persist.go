@@ -83,6 +83,10 @@ type snapPartition struct {
 	ID        uint32 `json:"id"`
 	CreatedAt uint64 `json:"created_at"`
 	Key       uint64 `json:"key"`
+	// DeletedUpTo is the delete watermark of DELETE_SEGMENTS (plog
+	// Truncate), kept in the metadata as the real server keeps its
+	// committed TruncatePartition watermark (Partition::deleted_up_to_offset).
+	DeletedUpTo uint64 `json:"deleted_up_to_offset,omitempty"`
 }
 
 type snapGroup struct {
@@ -135,7 +139,7 @@ func (s *Server) saveMetadataLocked() error {
 			stp := snapTopic{ID: t.id, Name: t.name, CreatedAt: t.createdAt, Explicit: toSnapOptions(t.explicit),
 				Derived: toSnapOptions(t.derived), NextGroupID: t.nextGroupID}
 			for _, p := range t.partitions {
-				stp.Partitions = append(stp.Partitions, snapPartition{ID: p.id, CreatedAt: p.createdAt, Key: p.key})
+				stp.Partitions = append(stp.Partitions, snapPartition{ID: p.id, CreatedAt: p.createdAt, Key: p.key, DeletedUpTo: p.log.TruncatedTo()})
 			}
 			for _, gid := range sortedKeys(t.groups) {
 				stp.Groups = append(stp.Groups, snapGroup{ID: gid, Name: t.groups[gid].name})
@@ -294,6 +298,9 @@ func (s *Server) loadTopic(st *stream, stp *snapTopic) error {
 		}
 		if err := s.loadOffsets(p); err != nil {
 			return err
+		}
+		if _, err := p.log.Truncate(sp.DeletedUpTo); err != nil {
+			s.log.Error().Err(err).Str("topic", t.name).Uint32("partition_id", sp.ID).Msg("deleting segments below the stored delete watermark failed")
 		}
 		t.partitions = append(t.partitions, p)
 		s.nextPartKey = max(s.nextPartKey, sp.Key)

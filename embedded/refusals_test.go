@@ -31,6 +31,8 @@ type expect struct {
 	ch     channel
 	code   iggy.Status         // status or result code
 	reason iggy.EvictionReason // eviction reason
+	op     iggy.Operation      // the reply's operation, when not 0
+	then   *fidelityThen       // a check after the reply (fidelity rows)
 }
 
 // check asserts that the client's next frame matches e.
@@ -45,6 +47,9 @@ func (e expect) check(t *testing.T, c *tclient) reply {
 		return reply{}
 	}
 	r := c.recv()
+	if e.op != 0 && r.evicted == nil && r.hdr.Operation != e.op {
+		t.Fatalf("want reply operation %d, got %d (status %d body %x)", e.op, r.hdr.Operation, r.status(), r.body)
+	}
 	switch e.ch {
 	case chEviction:
 		if r.evicted == nil || r.evicted.Reason != e.reason {

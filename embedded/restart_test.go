@@ -90,6 +90,67 @@ func TestRestartInProcess(t *testing.T) {
 	pat.bind(pat.roundTrip(iggy.RequestHeader{Client: pat.client, Operation: iggy.OperationRegister}, body))
 }
 
+// TestDeleteWatermarkSurvivesRestart: a DELETE_SEGMENTS held back by a
+// consumer offset still deletes after a restart once the offset moves, as
+// the real server's committed watermark (metadata) does.
+func TestDeleteWatermarkSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startAt(t, dir, "127.0.0.1:0")
+	c := root(t, s)
+	c.createStream("s")
+	c.createTopic(numID(0), "t", 1, iggy.Options{opt("segment_size", iggy.HeaderKindUint64, u64(1<<20))})
+	big := string(make([]byte, 600<<10))
+	for range 4 { // sealed [0, 1] and [2, 3], active empty
+		c.send(numID(0), numID(0), 0, big)
+	}
+	store := func(c *tclient, off uint64) {
+		c.ok(c.meta(iggy.OperationStoreConsumerOffset, &iggy.StoreConsumerOffsetRequest{Consumer: single(5), StreamID: numID(0), TopicID: numID(0),
+			PartitionID: iggy.OptionalPartition{Present: true}, Offset: off, Ack: iggy.AckLevelQuorum}))
+	}
+	segments := func(c *tclient) uint32 {
+		td, _ := c.getTopic(numID(0), numID(0))
+		return td.Partitions[0].SegmentsCount
+	}
+	store(c, 0)
+	r := c.meta(iggy.OperationDeleteSegments, &iggy.DeleteSegmentsRequest{StreamID: numID(0), TopicID: numID(0), SegmentsCount: 2})
+	if r.hdr.Operation != iggy.OperationTruncatePartition {
+		t.Fatalf("reply operation %d", r.hdr.Operation)
+	}
+	c.ok(r)
+	if n := segments(c); n != 3 {
+		t.Fatalf("%d segments, want 3 (held back by the offset at 0)", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startAt(t, dir, "127.0.0.1:0")
+	defer s.Close()
+	c = root(t, s)
+	if n := segments(c); n != 3 {
+		t.Fatalf("%d segments after restart, want 3", n)
+	}
+	store(c, 3)
+	if n := segments(c); n != 1 {
+		t.Fatalf("%d segments once the offset moved, want 1", n)
+	}
+
+	// A purge clears the watermark (offsets restart at 0), durably too.
+	c.ok(c.meta(iggy.OperationPurgeTopic, &iggy.PurgeTopicRequest{StreamID: numID(0), TopicID: numID(0)}))
+	for range 4 {
+		c.send(numID(0), numID(0), 0, big)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = startAt(t, dir, "127.0.0.1:0")
+	defer s.Close()
+	c = root(t, s)
+	if n := segments(c); n != 3 {
+		t.Fatalf("%d segments after purge and restart, want 3 (a stale watermark deleted data)", n)
+	}
+}
+
 // TestEmbeddedHelperProcess is not a test: it is the standalone server the
 // SIGKILL test starts by re-executing the test binary.
 func TestEmbeddedHelperProcess(t *testing.T) {

@@ -126,8 +126,8 @@ func (s *Server) purgePartition(p *partition) error {
 	p.offsets = map[offsetKey]uint64{}
 	err = errors.Join(err, s.saveOffsetsFile(p, p.topic.cfg.offsetsFsync))
 	p.omu.Unlock()
-	p.log.SetPinned(0, false)
-	return err
+	_, perr := p.log.SetPinned(0, false) // Purge cleared the delete watermark: nothing to delete
+	return errors.Join(err, perr)
 }
 
 // applyRetention runs segment retention over every partition.

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"os"
@@ -518,4 +519,94 @@ func selfSignedCA(t *testing.T) ([]byte, tls.Certificate) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestDeleteSegmentsReplies: every answer the real 0.9 server gives a
+// DELETE_SEGMENTS (core/server/src/dispatch.rs: handle_delete_segments_request)
+// decodes by the reply's operation byte — 68 TruncatePartition result-framed
+// (success, a committed rejection, the 58 TransientNotAccepted a partition
+// that has not converged answers, resent identically while the deadline
+// allows), or 138 with an empty body (an undecodable body) — and none
+// breaks the session.
+func TestDeleteSegmentsReplies(t *testing.T) {
+	var rec recorder
+	srv := newScriptServer(t, nil, basic(func(sc *scriptConn, h icodec.RequestHeader, body []byte) [][]byte {
+		if h.Operation != icodec.OperationDeleteSegments {
+			return nil
+		}
+		rec.add(sc, h, body)
+		var req icodec.DeleteSegmentsRequest
+		if _, err := req.DecodeFrom(body); err != nil {
+			t.Errorf("decode: %v", err)
+			return nil
+		}
+		trunc := h
+		trunc.Operation = icodec.OperationTruncatePartition
+		switch req.PartitionID {
+		case 0:
+			return [][]byte{reply(trunc, 0, icodec.AppendResultOK(nil))}
+		case 1:
+			return [][]byte{reply(trunc, 0, icodec.AppendResultError(nil, icodec.StatusPartitionNotFound))}
+		case 2:
+			return [][]byte{reply(h, 0, nil)}
+		case 3:
+			if n := len(framesOf(&rec, 3)); n < 3 { // twice transient, then committed
+				return [][]byte{reply(trunc, 0, icodec.AppendResultError(nil, icodec.StatusTransientNotAccepted))}
+			}
+			return [][]byte{reply(trunc, 0, icodec.AppendResultOK(nil))}
+		}
+		return [][]byte{reply(trunc, 0, icodec.AppendResultError(nil, icodec.StatusTransientNotAccepted))}
+	}))
+	cfg := testConfig(srv.addr())
+	cfg.RequestTimeout = 500 * time.Millisecond
+	c := startClient(t, cfg)
+	ctx := context.Background()
+	ref := TopicRef{"s", "t"}
+	del := func(partition uint32) error {
+		return c.Do(ctx, &icodec.DeleteSegmentsRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), PartitionID: partition, SegmentsCount: math.MaxUint32}, nil)
+	}
+	if err := del(0); err != nil {
+		t.Fatalf("op 68 success: %v", err)
+	}
+	if err := del(1); !IsNotFound(err) || !errors.Is(err, icodec.StatusPartitionNotFound) || Retriable(err) {
+		t.Fatalf("op 68 rejection: %v", err)
+	}
+	if err := del(2); err != nil {
+		t.Fatalf("op 138 empty: %v", err)
+	}
+	if err := del(3); err != nil {
+		t.Fatalf("op 68 58, 58, success: %v", err)
+	}
+	got := framesOf(&rec, 3)
+	if len(got) != 3 {
+		t.Fatalf("transient: server saw %d frames, want 3", len(got))
+	}
+	for _, g := range got[1:] {
+		if g.h != got[0].h || !bytes.Equal(g.body, got[0].body) {
+			t.Fatalf("resent frame differs: %+v vs %+v", g.h, got[0].h)
+		}
+	}
+	start := time.Now()
+	err := del(4)
+	if !errors.Is(err, icodec.StatusTransientNotAccepted) || !Retriable(err) {
+		t.Fatalf("58 for ever: %v", err)
+	}
+	if n, d := len(framesOf(&rec, 4)), time.Since(start); n < 2 || n > int(cfg.RequestTimeout/transientPause)+1 || d > 2*cfg.RequestTimeout {
+		t.Fatalf("58 for ever: %d frames in %v (bounded by the %v request timeout)", n, d, cfg.RequestTimeout)
+	}
+	if n := srv.accepts.Load(); n != 1 {
+		t.Fatalf("a DELETE_SEGMENTS answer broke the session: %d connections", n)
+	}
+}
+
+// framesOf is the DELETE_SEGMENTS frames rec saw for partition.
+func framesOf(rec *recorder, partition uint32) []seen {
+	var out []seen
+	for _, g := range rec.list() {
+		var req icodec.DeleteSegmentsRequest
+		if _, err := req.DecodeFrom(g.body); err == nil && req.PartitionID == partition {
+			out = append(out, g)
+		}
+	}
+	return out
 }

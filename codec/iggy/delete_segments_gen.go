@@ -6,7 +6,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
-// CodeDeleteSegments is the command code of DELETE_SEGMENTS (segment.delete). Deletes the oldest sealed segments of a partition; the active segment is never deleted and nothing above the lowest stored consumer offset is removed. Needs manage_topics. Consumes a metadata request number. The reply echoes operation 68 (TruncatePartition, result-framed: empty payload or a result code) or 138 with an empty body (nothing to delete); decode by the echoed operation.
+// CodeDeleteSegments is the command code of DELETE_SEGMENTS (segment.delete). Deletes the oldest sealed segments of a partition: the server resolves the count to the last offset of the count-th oldest sealed segment and raises the partition's delete watermark to it; sealed segments ending at or below the watermark and the lowest stored consumer offset are deleted, now or when that offset moves; the active segment never is. Needs manage_topics. Consumes a metadata request number. The reply operation is 68 (TruncatePartition, result-framed: empty payload, also when nothing was deleted, or a result code); 138 with an empty body answers an undecodable body (Iggy 0.9 dispatch.rs handle_delete_segments_request); decode by the reply's operation.
 const CodeDeleteSegments uint32 = 503
 
 // DeleteSegmentsRequest is the request body of DELETE_SEGMENTS.

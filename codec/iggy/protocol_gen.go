@@ -602,7 +602,7 @@ const (
 	OperationCreatePartitions Operation = 136
 	// OperationDeletePartitions: DELETE_PARTITIONS (403).
 	OperationDeletePartitions Operation = 137
-	// OperationDeleteSegments: DELETE_SEGMENTS (503). Consumes a metadata request number, but the reply echoes either 68 (result-framed) or 138 (empty body, nothing deleted); decode by the echoed operation.
+	// OperationDeleteSegments: DELETE_SEGMENTS (503). Consumes a metadata request number, but the reply's operation is 68 (result-framed) or, for an undecodable body, 138 (empty body); decode by the reply's operation.
 	OperationDeleteSegments Operation = 138
 	// OperationCreateConsumerGroup: CREATE_CONSUMER_GROUP (602).
 	OperationCreateConsumerGroup Operation = 139

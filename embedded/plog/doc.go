@@ -9,7 +9,7 @@
 // Append; once it holds SegmentSize bytes or more it is sealed and a new,
 // empty active segment starts at the next offset (so a segment can exceed
 // SegmentSize by its last batch, and a log always has at least one segment).
-// Only sealed segments are ever deleted (retention, DeleteSegments).
+// Only sealed segments are ever deleted (retention, Truncate).
 //
 // With Options.Dir empty the log lives in memory only: every batch is one
 // heap copy. With a directory, each segment is one file named after its base
@@ -49,9 +49,12 @@
 // Message i (0-based position) of a stored batch has offset
 // base_offset + i; slices are cut by position, which equals offset_delta for
 // every producer that numbers its frames 0, 1, 2, … as §4.5 requires.
-// Deletion (retention, DeleteSegments) removes whole sealed segments from the
+// Deletion (retention, Truncate) removes whole sealed segments from the
 // oldest on, and stops at the first segment that still holds an offset above
-// the pinned offset (SetPinned), per §7.2.
+// the pinned offset (SetPinned), per §7.2. Truncate's delete watermark stays:
+// the segments at or below it that the pin held back go as soon as the pin
+// moves past them (the real server's reconciler enforces its committed
+// TruncatePartition watermark the same way).
 //
 // # Concurrency
 //

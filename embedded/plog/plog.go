@@ -155,6 +155,7 @@ type Log struct {
 	maxSize uint64
 	pinned  bool
 	pin     uint64
+	trimTo  uint64 // delete watermark (Truncate); 0 = none
 	closed  bool
 }
 
@@ -597,7 +598,7 @@ func (l *Log) Purge() error {
 	}
 	l.segs = nil
 	l.next, l.msgs, l.size = 0, 0, 0
-	l.pinned, l.pin = false, 0
+	l.pinned, l.pin, l.trimTo = false, 0, 0
 	s, err := l.createSegment(0)
 	if err != nil {
 		// Without an active segment the log cannot go on.
@@ -630,11 +631,19 @@ func (l *Log) dropSegment(s *segment) error {
 
 // SetPinned sets (ok) or clears (!ok) the pinned offset: no deletion
 // removes a segment holding an offset above minOffset. The server pins the
-// lowest stored consumer offset of the partition (§7.2).
-func (l *Log) SetPinned(minOffset uint64, ok bool) {
+// lowest stored consumer offset of the partition (§7.2). A pin that moves
+// up releases the segments the delete watermark (Truncate) was waiting
+// for: they are deleted now, and how many is returned.
+func (l *Log) SetPinned(minOffset uint64, ok bool) (deleted int, err error) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	l.mu.Lock()
 	l.pin, l.pinned = minOffset, ok
 	l.mu.Unlock()
+	if l.closed {
+		return 0, nil
+	}
+	return l.trimLocked()
 }
 
 // SetRetention changes the message expiry (µs) and size cap (bytes) used by
@@ -677,16 +686,65 @@ func (l *Log) ApplyRetention() (deletedSegments int, err error) {
 	return l.deleteOldest(k)
 }
 
-// DeleteSegments deletes up to n of the oldest sealed segments, stopping at
-// a pinned one, and returns how many it deleted.
-func (l *Log) DeleteSegments(n uint32) (deleted int, err error) {
+// SealedEnd returns the last offset of the n-th oldest sealed segment, of
+// the newest sealed one when fewer than n are sealed; ok is false when n is
+// 0 or no segment is sealed. The pin is not consulted: this is what a
+// DELETE_SEGMENTS count resolves to before the consumer barrier applies
+// (the real server's nth_oldest_sealed_end).
+func (l *Log) SealedEnd(n uint32) (end uint64, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := 0; i < len(l.segs)-1 && uint64(i) < uint64(n); i++ {
+		if len(l.segs[i].entries) == 0 {
+			break
+		}
+		end, ok = l.segs[i].lastOffset(), true
+	}
+	return end, ok
+}
+
+// Truncate raises the delete watermark to upTo (it never goes down; 0
+// leaves it as it is) and deletes the oldest sealed segments whose last
+// offset is at or below the watermark, stopping at a pinned one, and
+// returns how many it deleted. The segments the pin holds back are deleted
+// when a later SetPinned releases them. Purge clears the watermark.
+func (l *Log) Truncate(upTo uint64) (deleted int, err error) {
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.closed {
 		return 0, ErrClosed
 	}
+	l.mu.Lock()
+	l.trimTo = max(l.trimTo, upTo)
+	l.mu.Unlock()
+	return l.trimLocked()
+}
+
+// TruncatedTo is the delete watermark (0: none).
+func (l *Log) TruncatedTo() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.trimTo
+}
+
+// DeleteSegments resolves n with SealedEnd and truncates there: up to n of
+// the oldest sealed segments go, fewer while the pin holds them back.
+func (l *Log) DeleteSegments(n uint32) (deleted int, err error) {
+	end, _ := l.SealedEnd(n)
+	return l.Truncate(end)
+}
+
+// trimLocked deletes the oldest sealed segments at or below the delete
+// watermark that the pin allows. Caller holds wmu.
+func (l *Log) trimLocked() (int, error) {
+	l.mu.RLock()
+	w := l.trimTo
+	l.mu.RUnlock()
+	if w == 0 {
+		return 0, nil
+	}
 	k := 0
-	for k < len(l.segs)-1 && uint64(k) < uint64(n) && l.deletable(l.segs[k]) {
+	for k < len(l.segs)-1 && l.deletable(l.segs[k]) && l.segs[k].lastOffset() <= w {
 		k++
 	}
 	return l.deleteOldest(k)

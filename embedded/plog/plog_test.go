@@ -602,9 +602,55 @@ func TestPinCleared(t *testing.T) {
 	if n, _ := l.DeleteSegments(10); n != 0 {
 		t.Fatalf("deleted %d past the pin", n)
 	}
-	l.SetPinned(0, false)
-	if n, _ := l.DeleteSegments(10); n != 2 {
-		t.Fatalf("after clearing the pin deleted %d, want 2", n)
+	if w := l.TruncatedTo(); w != 2 {
+		t.Fatalf("watermark %d, want 2 (the newest sealed segment's last offset)", w)
+	}
+	// The watermark waits for the pin: clearing it deletes the rest at once.
+	if n, err := l.SetPinned(0, false); n != 2 || err != nil {
+		t.Fatalf("after clearing the pin deleted %d (%v), want 2", n, err)
+	}
+	if st := l.State(); st.FirstOffset != 3 || st.SegmentsCount != 1 {
+		t.Fatalf("after the released trim: %+v", st)
+	}
+}
+
+// TestTruncateWatermark: the watermark never goes down, is enforced as the
+// pin moves up (only up to itself), and Purge clears it.
+func TestTruncateWatermark(t *testing.T) {
+	l := openLog(t, modes[0], Options{SegmentSize: 1})
+	appendSizes(t, l, 1, 1, 1, 1, 1) // sealed [0] [1] [2] [3] [4], active empty
+	if end, ok := l.SealedEnd(0); ok {
+		t.Fatalf("SealedEnd(0) = %d, true", end)
+	}
+	if end, ok := l.SealedEnd(2); !ok || end != 1 {
+		t.Fatalf("SealedEnd(2) = %d, %v; want 1", end, ok)
+	}
+	if end, ok := l.SealedEnd(math.MaxUint32); !ok || end != 4 {
+		t.Fatalf("SealedEnd(max) = %d, %v; want 4", end, ok)
+	}
+	l.SetPinned(0, true)
+	if n, _ := l.Truncate(2); n != 1 {
+		t.Fatalf("Truncate(2) pinned at 0 deleted %d, want 1", n)
+	}
+	if n, _ := l.Truncate(1); n != 0 || l.TruncatedTo() != 2 {
+		t.Fatalf("a lower Truncate deleted %d, watermark %d", n, l.TruncatedTo())
+	}
+	// The pin moves past the watermark: only what the watermark covers goes.
+	if n, _ := l.SetPinned(3, true); n != 2 {
+		t.Fatalf("pin 3 released %d, want 2 (offsets 1, 2)", n)
+	}
+	if st := l.State(); st.FirstOffset != 3 {
+		t.Fatalf("first offset %d, want 3", st.FirstOffset)
+	}
+	if err := l.Purge(); err != nil {
+		t.Fatal(err)
+	}
+	if l.TruncatedTo() != 0 {
+		t.Fatal("Purge kept the watermark")
+	}
+	appendSizes(t, l, 1, 1)
+	if n, _ := l.SetPinned(0, false); n != 0 {
+		t.Fatalf("after Purge, releasing the pin deleted %d", n)
 	}
 }
 
