@@ -180,7 +180,13 @@ func (c *Client) lookupRoute(ctx context.Context, via *Client, k partKey, stream
 // knows the newer view) and reports that the request may be tried again.
 func (c *Client) refused(ctx context.Context, t *Client, k partKey, stream, topic icodec.Identifier, err error) bool {
 	notPrimary := errors.Is(err, icodec.StatusNotPrimary)
-	if c.router == nil || !notPrimary && !errors.Is(err, icodec.StatusHistoryUnavailable) {
+	if c.router == nil || err == nil {
+		return false
+	}
+	if !notPrimary && !errors.Is(err, icodec.StatusHistoryUnavailable) {
+		if t != c && (errors.Is(err, ErrSessionLost) || IsTimeout(err)) {
+			c.router.drop(k) // the primary's node may be gone: the next request looks again
+		}
 		return false
 	}
 	c.router.drop(k)
