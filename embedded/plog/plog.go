@@ -635,11 +635,20 @@ func (l *Log) dropSegment(s *segment) error {
 // up releases the segments the delete watermark (Truncate) was waiting
 // for: they are deleted now, and how many is returned.
 func (l *Log) SetPinned(minOffset uint64, ok bool) (deleted int, err error) {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
+	// Fast path without wmu (an Append may hold it through an fsync): the
+	// pin and the check share one mu section, and Truncate raises the
+	// watermark under mu before it reads the pin, so one of the two sees
+	// the other's change.
 	l.mu.Lock()
 	l.pin, l.pinned = minOffset, ok
+	work := !l.closed && l.trimTo != 0 && len(l.segs) > 1 && len(l.segs[0].entries) > 0 &&
+		l.segs[0].lastOffset() <= l.trimTo && (!ok || l.segs[0].lastOffset() <= minOffset)
 	l.mu.Unlock()
+	if !work {
+		return 0, nil
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if l.closed {
 		return 0, nil
 	}
