@@ -331,17 +331,17 @@ func fidelityRows(t testing.TB) []fidelityRow {
 		// partition below its kafka.log-start consumer offset). The reply
 		// operation is part of the answer: 68 TruncatePartition
 		// (result-framed) or 138 DeleteSegments.
-		{cmdDelSegs, "undecodable body", delSegsResolv + " (decode_from fails) and " + delSegsFn + " (Err → build_empty_reply, l. 3251; nothing committed)",
+		{cmdDelSegs, "undecodable body", delSegsResolv + " (decode_from fails) and " + delSegsFn + " (Err → build_empty_reply, l. 3256; nothing committed)",
 			"never sent", "", replicated(iggy.OperationDeleteSegments, []byte{1, 4}), expect{ch: chEmpty, op: iggy.OperationDeleteSegments}},
-		{cmdDelSegs, "unknown stream", delSegsResolv + " (unresolved: TruncatePartition with the raw ids, l. 3307) → " + truncApply + "; " + srcResult + ": TruncatePartitionResult",
+		{cmdDelSegs, "unknown stream", delSegsResolv + " (unresolved: TruncatePartition with the raw ids, l. 3311) → " + truncApply + "; " + srcResult + ": TruncatePartitionResult",
 			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(nameID("nope"), t0, 0, 1)), truncErr(iggy.StatusStreamIDNotFound)},
-		{cmdDelSegs, "unknown topic", delSegsResolv + " (l. 3307) → " + truncApply,
+		{cmdDelSegs, "unknown topic", delSegsResolv + " (l. 3311) → " + truncApply,
 			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(s0, nameID("nope"), 0, 1)), truncErr(iggy.StatusTopicIDNotFound)},
-		{cmdDelSegs, "unknown partition", delSegsResolv + " (l. 3307) → " + truncApply,
+		{cmdDelSegs, "unknown partition", delSegsResolv + " (l. 3311) → " + truncApply,
 			sidecarLogged, "", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 7, 1)), truncErr(iggy.StatusPartitionNotFound)},
 		{cmdDelSegs, "no permission", srcAuthzSTM + ": authorize (TruncatePartition, l. 244; after the stream/topic resolve, before the partition) → " + srcPermsSegments + ": delete_segments → manage_topic",
 			sidecarLogged, "reader", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 7, 1)), truncErr(iggy.StatusUnauthorized)},
-		{cmdDelSegs, "nothing sealed", delSegsResolv + " (no sealed segment: TruncatePartition(0), l. 3359) → " + truncApply,
+		{cmdDelSegs, "nothing sealed", delSegsResolv + " (no sealed segment: TruncatePartition(0), l. 3358) → " + truncApply,
 			"", "", replicated(iggy.OperationDeleteSegments, delSegs(s0, t0, 0, math.MaxUint32)), truncOK},
 		{cmdDelSegs, "count 0", srcPartition + ": nth_oldest_sealed_end (count 0: None, l. 4980) → TruncatePartition(0)",
 			"never sent", "", replicated(iggy.OperationDeleteSegments, delSegs(numID(0), segID, 0, 0)),
