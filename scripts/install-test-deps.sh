@@ -98,6 +98,15 @@ run_quiet "cargo build of scripts/conformance" env CONFORMANCE_BUILD_ONLY=1 bash
 echo "== test deps: Rust SDK edge conformance driver (protocol 0.12)"
 run_quiet "cargo build of scripts/conformance/edge" env CONFORMANCE_BUILD_ONLY=1 CONFORMANCE_SDK=edge bash scripts/conformance/run.sh
 
+# --- The schema registry of scripts/e2e/registry_test.go ---------------------
+# crabka-schema-registry 0.3.0 (crates.io; Confluent Schema Registry API,
+# schemas in a compacted Kafka topic), built by scripts/e2e/registry/build.sh
+# from the .crate files crates.io serves (sha256-checked; its versions are
+# yanked, so the script pins them itself) into $HOME/.cache/kafka-iggy. A cold
+# build takes about 5 minutes on two cores; later runs are a no-op.
+echo "== test deps: schema registry (crabka-schema-registry 0.3.0, crates.io)"
+run_quiet "build of crabka-schema-registry (scripts/e2e/registry/build.sh)" bash scripts/e2e/registry/build.sh
+
 # --- Kubernetes checks (deploy/deploy_test.go, cmd/kafka-iggy/config_test.go) --
 # kubeconform and helm, pinned, built from the Go module proxy into a cache
 # dir (a cold helm build takes several minutes on two cores; later runs are a

@@ -73,8 +73,14 @@ func (a *javaApp) output() string {
 // test's cleanup kills what is still running.
 func startJavaApp(t *testing.T, args ...string) *javaApp {
 	t.Helper()
+	return startApp(t, "java", args...)
+}
+
+// startApp starts the program name with args like startJavaApp.
+func startApp(t *testing.T, name string, args ...string) *javaApp {
+	t.Helper()
 	a := &javaApp{done: make(chan struct{})}
-	a.cmd = exec.Command("java", args...)
+	a.cmd = exec.Command(name, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a, a
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := a.cmd.Start(); err != nil {

@@ -144,6 +144,7 @@ func (r *report) build(events []testEvent) {
 		{"long poll", "a waiting Fetch wakes on produce; an idle Fetch is held for max_wait", "TestLongPoll/%s"},
 		{"kafka-streams", "Kafka Streams 4.x (Maven Central) stateful word count, stock settings: internal topics created by Streams (compact changelog, repartition), correct counts, restore from the changelog after the state dir is deleted, repartition start offsets advance (DeleteRecords purge); real brokers only", "TestKafkaStreams/%s"},
 		{"kafka-connect", "Kafka Connect distributed worker 4.3.0 (Maven Central; connect-file is not served for 4.4.0) with FileStream source and sink: worker topics created by Connect (compact), a file moved through a topic, resumed after a worker restart from the stored offsets (each added line once); real brokers only", "TestKafkaConnect/%s"},
+		{"schema-registry", "crabka-schema-registry 0.3.0 (crates.io), a Confluent Schema Registry-compatible service: _schemas topic created by the registry (compact), Avro schemas registered and read back by id and by subject, an incompatible version refused (409), served again after a registry restart (rebuilt from the topic); real brokers only", "TestSchemaRegistry/%s"},
 	} {
 		rw := row{Client: o.name, Note: o.note, Cells: map[string]map[string]cell{"check": {}}}
 		for _, tg := range targetOrder {

@@ -1,0 +1,2 @@
+//! Empty: this package only exists to build crabka-schema-registry's binary
+//! (see build.sh).
