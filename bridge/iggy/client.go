@@ -489,28 +489,42 @@ func decodePayload(cl *call, payload []byte, resp Response, clone bool) error {
 	return nil
 }
 
-// partitionKeyOf returns the lane key of a partition-plane request, nil for
-// other requests.
-func partitionKeyOf(req Request) *partKey {
-	var s, t icodec.Identifier
-	var p icodec.OptionalPartition
+// partitionOf returns the stream, topic and partition a request names: the
+// consumer-offset commands and polls, and sends (whose partition is present
+// only when they name an explicit partition id); zero values for every
+// other request.
+func partitionOf(req Request) (s, t icodec.Identifier, p icodec.OptionalPartition) {
 	switch r := req.(type) {
 	case *icodec.StoreConsumerOffsetRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+		return r.StreamID, r.TopicID, r.PartitionID
 	case *icodec.DeleteConsumerOffsetRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
+		return r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.GetConsumerOffsetRequest:
+		return r.StreamID, r.TopicID, r.PartitionID
+	case *icodec.PollMessagesRequest:
+		return r.StreamID, r.TopicID, r.PartitionID
 	case *icodec.SendMessagesRequest:
-		s, t = r.StreamID, r.TopicID
 		if r.Partitioning.Kind == icodec.PartitioningKindPartitionID && len(r.Partitioning.Value) == 4 {
 			v := r.Partitioning.Value
 			p = icodec.OptionalPartition{Present: true, PartitionID: uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24}
 		}
-	default:
-		if req.Operation().Plane() != icodec.PlanePartition {
-			return nil
-		}
+		return r.StreamID, r.TopicID, p
 	}
-	return &partKey{stream: string(s.Value), topic: string(t.Value), skind: s.Kind, tkind: t.Kind, partition: p.PartitionID}
+	return s, t, p
+}
+
+func keyOf(s, t icodec.Identifier, p icodec.OptionalPartition) partKey {
+	return partKey{stream: string(s.Value), topic: string(t.Value), skind: s.Kind, tkind: t.Kind, partition: p.PartitionID}
+}
+
+// partitionKeyOf returns the lane key of a partition-plane request, nil for
+// other requests.
+func partitionKeyOf(req Request) *partKey {
+	if req.Operation().Plane() != icodec.PlanePartition {
+		return nil
+	}
+	k := keyOf(partitionOf(req))
+	return &k
 }
 
 // routeKeyOf returns the partition a partition-scoped request names (sends
@@ -518,29 +532,9 @@ func partitionKeyOf(req Request) *partKey {
 // partition id), with its stream and topic identifiers; false for every
 // other request.
 func routeKeyOf(req Request) (partKey, icodec.Identifier, icodec.Identifier, bool) {
-	var s, t icodec.Identifier
-	var p icodec.OptionalPartition
-	switch r := req.(type) {
-	case *icodec.StoreConsumerOffsetRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
-	case *icodec.DeleteConsumerOffsetRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
-	case *icodec.GetConsumerOffsetRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
-	case *icodec.PollMessagesRequest:
-		s, t, p = r.StreamID, r.TopicID, r.PartitionID
-	case *icodec.SendMessagesRequest:
-		if r.Partitioning.Kind != icodec.PartitioningKindPartitionID || len(r.Partitioning.Value) != 4 {
-			return partKey{}, s, t, false
-		}
-		v := r.Partitioning.Value
-		s, t = r.StreamID, r.TopicID
-		p = icodec.OptionalPartition{Present: true, PartitionID: uint32(v[0]) | uint32(v[1])<<8 | uint32(v[2])<<16 | uint32(v[3])<<24}
-	default:
-		return partKey{}, s, t, false
-	}
+	s, t, p := partitionOf(req)
 	if !p.Present {
 		return partKey{}, s, t, false
 	}
-	return partKey{stream: string(s.Value), topic: string(t.Value), skind: s.Kind, tkind: t.Kind, partition: p.PartitionID}, s, t, true
+	return keyOf(s, t, p), s, t, true
 }
