@@ -120,13 +120,17 @@ func TestDeleteWatermarkSurvivesRestart(t *testing.T) {
 	if n := segments(c); n != 3 {
 		t.Fatalf("%d segments, want 3 (held back by the offset at 0)", n)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	restart := func() {
+		t.Helper()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = startAt(t, dir, "127.0.0.1:0")
+		c = root(t, s)
 	}
+	defer func() { s.Close() }()
 
-	s = startAt(t, dir, "127.0.0.1:0")
-	defer s.Close()
-	c = root(t, s)
+	restart()
 	if n := segments(c); n != 3 {
 		t.Fatalf("%d segments after restart, want 3", n)
 	}
@@ -140,12 +144,7 @@ func TestDeleteWatermarkSurvivesRestart(t *testing.T) {
 	for range 4 {
 		c.send(numID(0), numID(0), 0, big)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = startAt(t, dir, "127.0.0.1:0")
-	defer s.Close()
-	c = root(t, s)
+	restart()
 	if n := segments(c); n != 3 {
 		t.Fatalf("%d segments after purge and restart, want 3 (a stale watermark deleted data)", n)
 	}
