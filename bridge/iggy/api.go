@@ -94,21 +94,12 @@ func (p *Polled) Release() {
 // are checked for structure (CheckBatches) before they are returned. Errors
 // 1009/2010/3007 invalidate the cached lookup of a topic named by strings.
 func (c *Client) Poll(ctx context.Context, req *icodec.PollMessagesRequest) (*Polled, error) {
-	if k, st, tp, ok := routeKeyOf(req); ok && c.routing() {
-		for attempt := 0; ; attempt++ {
-			tc, fence, err := c.target(ctx, k, st, tp)
-			if err != nil {
-				return nil, err
-			}
-			p, err := tc.poll(ctx, req, fence)
-			if attempt == 0 && c.refused(ctx, tc, k, st, tp, err) {
-				continue
-			}
-			c.pollFailed(req, err)
-			return p, err
-		}
-	}
-	p, err := c.poll(ctx, req, icodec.PartitionContext{})
+	var p *Polled
+	err := c.routed(ctx, req, func(tc *Client, fence icodec.PartitionContext) error {
+		var err error
+		p, err = tc.poll(ctx, req, fence)
+		return err
+	})
 	c.pollFailed(req, err)
 	return p, err
 }

@@ -423,20 +423,9 @@ func (c *Client) laneFor(k *partKey) *lane {
 // resp is decoded from a private copy of the payload, so its byte slices
 // stay valid. Login and logout are refused with ErrUnsupported.
 func (c *Client) Do(ctx context.Context, req Request, resp Response) error {
-	if k, st, tp, ok := routeKeyOf(req); ok && c.routing() {
-		for attempt := 0; ; attempt++ {
-			tc, fence, err := c.target(ctx, k, st, tp)
-			if err != nil {
-				return err
-			}
-			err = tc.do(ctx, req, resp, fence)
-			if attempt == 0 && c.refused(ctx, tc, k, st, tp, err) {
-				continue
-			}
-			return err
-		}
-	}
-	return c.do(ctx, req, resp, icodec.PartitionContext{})
+	return c.routed(ctx, req, func(tc *Client, fence icodec.PartitionContext) error {
+		return tc.do(ctx, req, resp, fence)
+	})
 }
 
 // do is Do on this client's own sessions, with fence stamped in the request
@@ -525,16 +514,4 @@ func partitionKeyOf(req Request) *partKey {
 	}
 	k := keyOf(partitionOf(req))
 	return &k
-}
-
-// routeKeyOf returns the partition a partition-scoped request names (sends
-// to an explicit partition, polls and consumer-offset commands with a
-// partition id), with its stream and topic identifiers; false for every
-// other request.
-func routeKeyOf(req Request) (partKey, icodec.Identifier, icodec.Identifier, bool) {
-	s, t, p := partitionOf(req)
-	if !p.Present {
-		return partKey{}, s, t, false
-	}
-	return keyOf(s, t, p), s, t, true
 }

@@ -132,6 +132,43 @@ func (c *Client) routing() bool {
 	return c.router != nil && c.Protocol().RoutesPartitions()
 }
 
+// routed runs send on the client of the node that leads req's partition
+// (c itself with routing off, on one node, or for a request that names no
+// partition), and once more along a fresh route when that node refuses it
+// (89 NotPrimary, 87). The route key (two strings) is built only once a
+// cluster is known or a node refused, so a one-node server pays nothing.
+func (c *Client) routed(ctx context.Context, req Request, send func(tc *Client, fence icodec.PartitionContext) error) error {
+	if !c.routing() {
+		return send(c, icodec.PartitionContext{})
+	}
+	st, tp, p := partitionOf(req)
+	if !p.Present {
+		return send(c, icodec.PartitionContext{})
+	}
+	var k partKey
+	keyed := false
+	key := func() partKey {
+		if !keyed {
+			k, keyed = keyOf(st, tp, p), true
+		}
+		return k
+	}
+	for attempt := 0; ; attempt++ {
+		tc, fence := c, icodec.PartitionContext{}
+		if c.router.clustered.Load() {
+			var err error
+			if tc, fence, err = c.target(ctx, key(), st, tp); err != nil {
+				return err
+			}
+		}
+		err := send(tc, fence)
+		if err != nil && attempt == 0 && c.refused(ctx, tc, key(), st, tp, err) {
+			continue
+		}
+		return err
+	}
+}
+
 // target returns the client a request for partition k goes to and the
 // fence to stamp on it. Without a cluster it is c itself, at no cost.
 func (c *Client) target(ctx context.Context, k partKey, stream, topic icodec.Identifier) (*Client, icodec.PartitionContext, error) {
