@@ -81,6 +81,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -153,7 +154,7 @@ type fetchResponse struct {
 	*kmsg.FetchResponse
 	buf    *bytebufferpool.ByteBuffer
 	cuts   []Cut
-	budget *Budget
+	budget *budget.Budget
 	held   int64 // budget bytes of buf, returned by Release
 }
 
@@ -389,7 +390,7 @@ const fetchMinGrant = 1 << 20
 // for the response and for one poll's reply (up to fetchMaxPollBytes);
 // after it, the response bytes only, until the reply is written.
 type fetchReserve struct {
-	budget   *Budget
+	budget   *budget.Budget
 	deadline time.Time
 	held     int64
 }

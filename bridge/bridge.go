@@ -33,6 +33,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -58,7 +59,7 @@ type Options struct {
 	Groups func(local *groups.Coordinator) groups.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
-	Budget *Budget
+	Budget *budget.Budget
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -76,7 +77,7 @@ type Bridge struct {
 	store    *topicStore    // topic configs and log start offsets in Iggy (topicstore.go)
 	pids     *producerState // producer ids and idempotence (pids.go)
 	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
-	budget   *Budget        // memory budget of fetch buffers (budget.go)
+	budget   *budget.Budget // memory budget of fetch buffers (package budget)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use

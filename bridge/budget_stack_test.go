@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // TestBudgetBackpressure: under an 8 MiB budget, 6 producers writing
@@ -26,7 +26,7 @@ func TestBudgetBackpressure(t *testing.T) {
 		consumers = 3
 		valueSize = 1000_000
 	)
-	budget := bridge.NewBudget(total)
+	budget := budget.New(total)
 	s := startStack(t, func(o *stackOpts) {
 		o.budget = budget
 		o.bridge.Topics.DefaultPartitions = 1
@@ -107,7 +107,7 @@ func TestBudgetBackpressure(t *testing.T) {
 // max_wait for room, then answers the partition's offsets without records
 // (no error: the consumer fetches again); once room is back, the records.
 func TestFetchBudgetExhausted(t *testing.T) {
-	budget := bridge.NewBudget(8 << 20)
+	budget := budget.New(8 << 20)
 	s := startStack(t, func(o *stackOpts) { o.fetchBudget = budget })
 	rk := dialRaw(t, s.Addr)
 	const topic = "starved"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
@@ -45,7 +46,7 @@ type stackOpts struct {
 	// budget is shared by the bridge and the front door (nil: the proxy's
 	// own); fetchBudget, when set, is the bridge's alone (the front door
 	// keeps its own), so a test can starve fetches without stopping requests.
-	budget, fetchBudget *bridge.Budget
+	budget, fetchBudget *budget.Budget
 }
 
 // startStack starts a stack on loopback ports and stops it when the test ends.

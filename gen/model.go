@@ -293,7 +293,7 @@ type ErrorDef struct {
 	// not_found, unauthorized, or the kind of refusal; "" for none.
 	Class string `yaml:"class"`
 	Since string `yaml:"since"`
-	Until   string `yaml:"until"`
+	Until string `yaml:"until"`
 }
 
 // Schema is everything loaded from schema/.

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // connFlags is a small bitset of connection states (guarded by conn.mu).
@@ -103,7 +104,7 @@ type conn struct {
 	// input (moved to its job once taken); ticket, while the connection
 	// waits for it.
 	held   int64
-	ticket *bridge.BudgetTicket
+	ticket *budget.Ticket
 	// inHeld is what gnet held of the input when OnTraffic last returned,
 	// counted as the budget's Outside (settleInbound).
 	inHeld int64

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // Dispatcher is what the front door needs from the bridge: the served
@@ -59,7 +60,7 @@ func WithMetrics(m Metrics) Option {
 // WithBudget sets the process's memory budget the front door draws from
 // (shared with the bridge's fetches). Default: one of
 // limits.memory_bytes (derived as Config.Resolved says when 0).
-func WithBudget(b *bridge.Budget) Option {
+func WithBudget(b *budget.Budget) Option {
 	return func(s *Server) {
 		if b != nil {
 			s.budget = b
@@ -83,7 +84,7 @@ type Server struct {
 	log     zerolog.Logger
 	gnetLog gnetLogger
 	metrics Metrics
-	budget  *bridge.Budget // limits.memory_bytes: frames, produce copies, unsent replies
+	budget  *budget.Budget // limits.memory_bytes: frames, produce copies, unsent replies
 
 	inPool    bytebufferpool.Pool // request frames
 	bigPool   bytebufferpool.Pool // request frames of bigFrame bytes or more
@@ -144,7 +145,7 @@ func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server,
 		o(s)
 	}
 	if s.budget == nil {
-		s.budget = bridge.NewBudget(cfg.Limits.MemoryBytes)
+		s.budget = budget.New(cfg.Limits.MemoryBytes)
 	}
 	if total := s.budget.Total(); int64(cfg.Limits.MaxFrameBytes) > total {
 		return nil, fmt.Errorf("limits.max_frame_bytes: %d is above the memory budget (%d bytes): a frame that large could never be read", cfg.Limits.MaxFrameBytes, total)

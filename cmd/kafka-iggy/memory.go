@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // goMemLimit is the Go runtime's soft memory limit for a memory budget of
@@ -45,7 +45,7 @@ const (
 // seconds, the heap is collected and its free pages returned at once
 // (debug.FreeOSMemory), instead of the background scavenger's slow pace
 // keeping the burst's peak as RSS. It runs until ctx ends.
-func returnAfterBursts(ctx context.Context, b *bridge.Budget, log zerolog.Logger) {
+func returnAfterBursts(ctx context.Context, b *budget.Budget, log zerolog.Logger) {
 	total := b.Total()
 	if total <= 0 {
 		return

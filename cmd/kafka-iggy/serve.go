@@ -14,6 +14,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
@@ -62,7 +63,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	if err := cfg.Proxy.Validate(); err != nil {
 		return err
 	}
-	budget := bridge.NewBudget(cfg.Proxy.Limits.MemoryBytes)
+	budget := budget.New(cfg.Proxy.Limits.MemoryBytes)
 	metrics.SetBudget(budget)
 	memLimit := applyGoMemLimit(budget.Total(), log)
 	log.Info().Int64("memory_budget_bytes", budget.Total()).Str("memory_budget_source", budgetSource).

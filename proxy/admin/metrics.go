@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 )
@@ -87,7 +87,7 @@ type Metrics struct {
 	ops           sync.Map // op name -> *opSeries
 
 	// Memory budget (limits.memory_bytes), read when scraped.
-	budget atomic.Pointer[bridge.Budget]
+	budget atomic.Pointer[budget.Budget]
 
 	proxyAdapter  proxyMetrics
 	iggyAdapter   iggyMetrics
@@ -177,7 +177,7 @@ func NewMetrics(version string) *Metrics {
 	m.upLatency = f.histogramVec("upstream_request_duration_seconds",
 		"Time an Iggy request spent on the wire, by command.", latencyBuckets, "op")
 
-	budgetRead := func(fn func(*bridge.Budget) float64) func() float64 {
+	budgetRead := func(fn func(*budget.Budget) float64) func() float64 {
 		return func() float64 {
 			if b := m.budget.Load(); b != nil {
 				return fn(b)
@@ -187,16 +187,16 @@ func NewMetrics(version string) *Metrics {
 	}
 	f.gaugeFunc("memory_budget_bytes",
 		"The process's memory budget (limits.memory_bytes, derived from the cgroup limit when 0).",
-		budgetRead(func(b *bridge.Budget) float64 { return float64(b.Total()) }))
+		budgetRead(func(b *budget.Budget) float64 { return float64(b.Total()) }))
 	f.gaugeFunc("memory_budget_in_use_bytes",
 		"Memory budget held now: request frames (produce frames twice, for their Iggy copy), fetch buffers and reply bytes gnet holds unsent.",
-		budgetRead(func(b *bridge.Budget) float64 { return float64(b.InUse()) }))
+		budgetRead(func(b *budget.Budget) float64 { return float64(b.InUse()) }))
 	f.gaugeFunc("memory_budget_peak_bytes",
 		"Most memory budget held at once since the start.",
-		budgetRead(func(b *bridge.Budget) float64 { return float64(b.Peak()) }))
+		budgetRead(func(b *budget.Budget) float64 { return float64(b.Peak()) }))
 	f.counterFunc("memory_budget_waits_total",
 		"Takers that found the memory budget short and waited: a connection that stopped reading until its next frame fit, or a fetch that waited (up to its max_wait) for room.",
-		budgetRead(func(b *bridge.Budget) float64 { return float64(b.Waits()) }))
+		budgetRead(func(b *budget.Budget) float64 { return float64(b.Waits()) }))
 
 	bi := f.gaugeVec("build_info", "Always 1; the version label is the sidecar's build version.", "version")
 	bi.WithLabelValues(version).Set(1)
@@ -213,7 +213,7 @@ func NewMetrics(version string) *Metrics {
 }
 
 // SetBudget makes the memory-budget series report b.
-func (m *Metrics) SetBudget(b *bridge.Budget) { m.budget.Store(b) }
+func (m *Metrics) SetBudget(b *budget.Budget) { m.budget.Store(b) }
 
 // Registry is the Prometheus registry /metrics serves. Register further
 // collectors on it, if any.

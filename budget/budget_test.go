@@ -1,4 +1,4 @@
-package bridge_test
+package budget_test
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // TestBudgetFIFO: takers are served in order, a large one is not overtaken
 // by smaller ones arriving after it, and one larger than the whole budget
 // runs as the whole budget once everything else is released.
 func TestBudgetFIFO(t *testing.T) {
-	b := bridge.NewBudget(100)
+	b := budget.New(100)
 	if got := b.TryUpTo(60); got != 60 {
 		t.Fatalf("TryUpTo(60) = %d", got)
 	}
@@ -46,7 +46,7 @@ func TestBudgetFIFO(t *testing.T) {
 // TestBudgetCancelAndCharge: a cancelled head of the queue lets the next
 // in; Charge may pass the total and makes new takers wait.
 func TestBudgetCancelAndCharge(t *testing.T) {
-	b := bridge.NewBudget(100)
+	b := budget.New(100)
 	b.Charge(90)
 	head := b.Queue(50, 0, func() {})
 	var next atomic.Bool
@@ -63,7 +63,7 @@ func TestBudgetCancelAndCharge(t *testing.T) {
 	if b.InUse() != 145 || b.TryUpTo(1) != 0 {
 		t.Fatalf("charge past the total: in use %d", b.InUse())
 	}
-	var nilB *bridge.Budget
+	var nilB *budget.Budget
 	if nilB.TryUpTo(7) != 7 || nilB.Queue(7, 0, nil) != nil {
 		t.Fatal("a nil budget is unlimited")
 	}
@@ -73,7 +73,7 @@ func TestBudgetCancelAndCharge(t *testing.T) {
 // is outside besides its own bytes, but still runs on an empty budget
 // however much waits outside (no starvation).
 func TestBudgetOutside(t *testing.T) {
-	b := bridge.NewBudget(100)
+	b := budget.New(100)
 	b.Outside(60)
 	if got := b.TryUpTo(100); got != 40 {
 		t.Fatalf("fetch beside 60 outside took %d, want 40", got)
@@ -88,7 +88,7 @@ func TestBudgetOutside(t *testing.T) {
 	if !granted.Load() {
 		t.Fatal("the frame was not granted once the bytes outside went")
 	}
-	b2 := bridge.NewBudget(100)
+	b2 := budget.New(100)
 	b2.Outside(1000) // far more waiting in gnet than the whole budget
 	if b2.Queue(80, 0, func() {}) != nil {
 		t.Fatal("a frame on an empty budget must run whatever waits outside")

@@ -1,4 +1,4 @@
-package bridge
+package budget
 
 import (
 	"context"
@@ -37,16 +37,16 @@ type Budget struct {
 
 	mu      sync.Mutex
 	used    int64
-	outside int64           // see Outside
-	waiters []*BudgetTicket // FIFO; granted ones are removed
+	outside int64     // see Outside
+	waiters []*Ticket // FIFO; granted ones are removed
 
 	inUse atomic.Int64  // mirror of used for lock-free reads (metrics)
 	peak  atomic.Int64  // highest used seen
 	waits atomic.Uint64 // takers that had to wait
 }
 
-// BudgetTicket is a queued request for budget bytes.
-type BudgetTicket struct {
+// Ticket is a queued request for budget bytes.
+type Ticket struct {
 	n       int64
 	own     int64 // the taker's own bytes counted in Outside (Queue)
 	granted atomic.Bool
@@ -65,13 +65,13 @@ func (b *Budget) roomLocked(n, own int64, yields bool) int64 {
 }
 
 // Granted reports whether the ticket's bytes are now held by its owner.
-func (t *BudgetTicket) Granted() bool { return t.granted.Load() }
+func (t *Ticket) Granted() bool { return t.granted.Load() }
 
 // Bytes is what the ticket asked for (clamped to the budget's total).
-func (t *BudgetTicket) Bytes() int64 { return t.n }
+func (t *Ticket) Bytes() int64 { return t.n }
 
 // NewBudget returns a budget of total bytes (total <= 0: nil, unlimited).
-func NewBudget(total int64) *Budget {
+func New(total int64) *Budget {
 	if total <= 0 {
 		return nil
 	}
@@ -139,7 +139,7 @@ func (b *Budget) Outside(delta int64) {
 	}
 	b.mu.Lock()
 	b.outside += delta
-	var ready []*BudgetTicket
+	var ready []*Ticket
 	if delta < 0 {
 		ready = b.grantLocked()
 	}
@@ -182,7 +182,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 		b.mu.Unlock()
 		return n, nil
 	}
-	t := &BudgetTicket{n: n, ch: make(chan struct{})}
+	t := &Ticket{n: n, ch: make(chan struct{})}
 	b.waiters = append(b.waiters, t)
 	b.mu.Unlock()
 	b.waits.Add(1)
@@ -205,7 +205,7 @@ func (b *Budget) Acquire(ctx context.Context, n int64) (int64, error) {
 //
 // own is how many of the taker's bytes are counted in Outside already (a
 // frame's bytes gnet holds).
-func (b *Budget) Queue(n, own int64, notify func()) *BudgetTicket {
+func (b *Budget) Queue(n, own int64, notify func()) *Ticket {
 	if b == nil {
 		return nil
 	}
@@ -217,7 +217,7 @@ func (b *Budget) Queue(n, own int64, notify func()) *BudgetTicket {
 		b.mu.Unlock()
 		return nil
 	}
-	t := &BudgetTicket{n: n, own: own, notify: notify}
+	t := &Ticket{n: n, own: own, notify: notify}
 	b.waiters = append(b.waiters, t)
 	b.mu.Unlock()
 	b.waits.Add(1)
@@ -226,7 +226,7 @@ func (b *Budget) Queue(n, own int64, notify func()) *BudgetTicket {
 
 // Cancel withdraws a ticket. It reports whether the ticket had been
 // granted already: then its owner holds the bytes and must Release them.
-func (b *Budget) Cancel(t *BudgetTicket) (granted bool) {
+func (b *Budget) Cancel(t *Ticket) (granted bool) {
 	if b == nil || t == nil {
 		return false
 	}
@@ -273,8 +273,8 @@ func (b *Budget) Release(n int64) {
 }
 
 // grantLocked grants queued tickets from the head while they fit.
-func (b *Budget) grantLocked() []*BudgetTicket {
-	var ready []*BudgetTicket
+func (b *Budget) grantLocked() []*Ticket {
+	var ready []*Ticket
 	for len(b.waiters) > 0 {
 		t := b.waiters[0]
 		if t.n > b.roomLocked(t.n, t.own, t.ch != nil) {
@@ -292,7 +292,7 @@ func (b *Budget) grantLocked() []*BudgetTicket {
 	return ready
 }
 
-func notifyAll(ready []*BudgetTicket) {
+func notifyAll(ready []*Ticket) {
 	for _, t := range ready {
 		if t.ch != nil {
 			close(t.ch)
