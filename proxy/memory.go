@@ -82,12 +82,9 @@ const (
 	reserveMore        // the api key is not buffered yet: wait for input
 )
 
-// produceKey is the API key of Produce, whose frames draw twice their size
-// (the frame, and the Iggy messages built from it while it is served).
-const produceKey = 0
-
 // reserveFrame makes sure cs holds the budget of the frame of size bytes
-// at the head of its input before any of it is taken or allocated. When
+// at the head of its input before any of it is taken or allocated: its
+// size times its API's FrameCharge (the table row's; Produce draws 2). When
 // the budget is short it queues the connection, which then takes nothing
 // more until the budget wakes it (the event loop never waits). Event-loop
 // only.
@@ -108,9 +105,7 @@ func (s *Server) reserveFrame(c gnet.Conn, cs *conn, size int) int {
 		if err != nil || len(hdr) < FrameHeaderSize+2 {
 			return reserveMore
 		}
-		if int16(binary.BigEndian.Uint16(hdr[FrameHeaderSize:])) == produceKey {
-			charge *= 2
-		}
+		charge *= s.d.FrameCharge(int16(binary.BigEndian.Uint16(hdr[FrameHeaderSize:])))
 	}
 	charge = max(s.budget.Clamp(charge), 1)
 	if t := s.budget.Queue(charge, int64(c.InboundBuffered()), cs.wake); t != nil {

@@ -11,20 +11,12 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 )
 
-// encode writes the framed response: size, header, body. A
+// encode writes the framed response: size, header, body. The response
+// matches rq (Dispatcher.Dispatch checked its key and version). A
 // bridge.VectoredResponse keeps its large blocks out of the buffer; they
 // are spliced in when the reply is written.
 func (s *Server) encode(rq *bridge.Request, resp kmsg.Response) (reply, error) {
 	vr, vectored := resp.(bridge.VectoredResponse)
-	if resp.Key() != rq.Key || resp.GetVersion() != rq.Version && (rq.Key != apiVersionsKey || resp.GetVersion() != 0) {
-		if vectored {
-			vr.Release()
-		}
-		if resp.Key() != rq.Key {
-			return reply{}, fmt.Errorf("response key %d for request key %d", resp.Key(), rq.Key)
-		}
-		return reply{}, fmt.Errorf("response version %d for request version %d", resp.GetVersion(), rq.Version)
-	}
 	out := s.outPool.Get()
 	b := appendResponseHeader(out.B[:0], rq.CorrID, rq.Msg.IsFlexible(), rq.Key)
 	rep := reply{buf: out}

@@ -22,15 +22,22 @@ import (
 )
 
 // Dispatcher is what the front door needs from the bridge: the served
-// version range of each API key (checked before a body is decoded) and the
-// dispatch itself. *bridge.Table satisfies it. See bridge.HandlerFunc for
-// the meaning of Dispatch's results.
+// version range of each API key (checked before a body is decoded), the
+// per-API facts of its table row and the dispatch itself. *bridge.Table
+// satisfies it. See bridge.HandlerFunc for the meaning of Dispatch's
+// results.
 type Dispatcher interface {
 	Versions(key int16) (minVersion, maxVersion int16, ok bool)
+	// Dispatch serves rq. A non-nil response has the request's key and
+	// version (ApiVersions: or v0); the front door encodes it as is.
 	Dispatch(ctx context.Context, rq *bridge.Request) (kmsg.Response, error)
 	// Completes reports whether a received request of key runs even when
 	// its connection closed before it started (bridge.API.Completes).
 	Completes(key int16) bool
+	// FrameCharge reports how many times its frame's size a request of
+	// key draws from the memory budget, at least 1
+	// (bridge.API.FrameCharge).
+	FrameCharge(key int16) int64
 }
 
 var _ Dispatcher = (*bridge.Table)(nil)

@@ -175,7 +175,7 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, no
 	minV, maxV, known := s.d.Versions(key)
 	if !known || version < minV || version > maxV {
 		s.dropFrame(buf, held)
-		if known && key == apiVersionsKey {
+		if known && key == kmsg.ApiVersions.Int16() {
 			s.answerUnsupportedApiVersions(cs, corrID, version, minV, maxV, now)
 			return gnet.None
 		}
@@ -255,13 +255,13 @@ func (s *Server) admit(cs *conn) uint64 {
 func (s *Server) answerUnsupportedApiVersions(cs *conn, corrID int32, version, minV, maxV int16, now time.Time) {
 	seq := s.admit(cs)
 	out := s.outPool.Get()
-	b := appendResponseHeader(out.B[:0], corrID, false, apiVersionsKey)
+	b := appendResponseHeader(out.B[:0], corrID, false, kmsg.ApiVersions.Int16())
 	b = bridge.UnsupportedApiVersionsResponse(minV, maxV).AppendTo(b)
 	finishFrame(b, 0)
 	out.B = b
-	s.log.Debug().Uint64("conn_id", cs.id).Int16("api_key", apiVersionsKey).Int16("api_version", version).
+	s.log.Debug().Uint64("conn_id", cs.id).Int16("api_key", kmsg.ApiVersions.Int16()).Int16("api_version", version).
 		Int32("corr_id", corrID).Msg("api versions: unsupported version, answering v0 with UNSUPPORTED_VERSION")
-	s.metrics.Request(apiVersionsKey, version, time.Since(now), OutcomeUnsupportedVersion)
+	s.metrics.Request(kmsg.ApiVersions.Int16(), version, time.Since(now), OutcomeUnsupportedVersion)
 	cs.complete(seq, reply{buf: out})
 }
 
