@@ -21,10 +21,11 @@ var servedBeforeTable = map[uint32]struct {
 		sendCode(c, m.Code, nil)
 		expect{ch: chEmpty}.check(t, c)
 	}},
-	// The retired login codes: the real server evicts them as a malformed
-	// login (docs/iggy-fidelity.md, the refusals of refusals_test.go).
-	iggy.CodeLoginUser:                    {"evicted as a malformed login (a retired login code)", checkLegacyLogin},
-	iggy.CodeLoginWithPersonalAccessToken: {"evicted as a malformed login (a retired login code)", checkLegacyLogin},
+	// The legacy login codes 38 and 44: the real server evicts them as a
+	// malformed login (../shared/iggy-protocol.md §1.7, docs/iggy-protocol-0.12.md
+	// §2; "legacy token login" in refusals_test.go).
+	iggy.CodeLoginUser:                    {"evicted as a malformed login (a legacy login code)", checkLegacyLogin},
+	iggy.CodeLoginWithPersonalAccessToken: {"evicted as a malformed login (a legacy login code)", checkLegacyLogin},
 	iggy.CodeLoginRegister:                {"operation Register goes to Server.login", checkRegister},
 	iggy.CodeLoginRegisterWithPAT:         {"operation Register goes to Server.login", checkRegister},
 }
