@@ -12,14 +12,14 @@ package bridge
 //     decoded (topicheld.go; the topic's value comes from the topic-config
 //     store in Iggy, topicstore.go, read at most a second ago).
 //   - Records: every partition's Records bytes go through the record mapping
-//     v1 (records.go, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
+//     v1 (codec/records, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
 //     Iggy message. Decompression of the whole request shares ONE
 //     DecompressBudget of produceDecompressBudget bytes (Kafka's
 //     socket.request.max.bytes default, what the front door accepts as a
 //     frame), so a request never expands past what the client could have
 //     sent uncompressed. Control and transactional batches are refused with
-//     the codes of RecordsErrorCode; nothing of a refused partition is
+//     the codes of records.ErrorCode; nothing of a refused partition is
 //     written.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
 //     partition id), partitions of one request in parallel. The Iggy client
@@ -84,6 +84,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -103,9 +105,9 @@ type producer struct {
 	b *Bridge
 }
 
-// decoderPool recycles RecordDecoders (their scratch buffers and codec
+// decoderPool recycles records.Decoders (their scratch buffers and codec
 // readers) across Produce requests.
-var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
+var decoderPool = sync.Pool{New: func() any { return new(records.Decoder) }}
 
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b}
@@ -121,7 +123,7 @@ type produceSend struct {
 	ref       iggy.TopicRef
 	partition int32
 	msgs      *iggy.Messages
-	idem      *KafkaBatchInfo // the batch of an idempotent producer (v3+), else nil
+	idem      *records.BatchInfo // the batch of an idempotent producer (v3+), else nil
 }
 
 func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -155,8 +157,8 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		return p.answer(req, resp)
 	}
 
-	budget := NewDecompressBudget(produceDecompressBudget)
-	d := decoderPool.Get().(*RecordDecoder)
+	budget := records.NewDecompressBudget(produceDecompressBudget)
+	d := decoderPool.Get().(*records.Decoder)
 	var sends []produceSend
 	for i := range req.Topics {
 		rt := &resp.Topics[i]
@@ -278,11 +280,11 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 }
 
 // mapRecords maps one partition's records into Iggy messages. It returns
-// nil messages (and code 0) when records hold no record at all (v0-v2), or
+// nil messages (and code 0) when raw holds no record at all (v0-v2), or
 // a Kafka error code and the reason.
-func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, budget *DecompressBudget, appendTS int64) (*iggy.Messages, int16, string) {
+func (p *producer) mapRecords(d *records.Decoder, version int16, raw []byte, budget *records.DecompressBudget, appendTS int64) (*iggy.Messages, int16, string) {
 	msgs := p.b.iggy.NewMessages()
-	d.Reset(records, budget)
+	d.Reset(raw, budget)
 	if appendTS >= 0 {
 		d.StampAppendTime(appendTS)
 	}
@@ -298,7 +300,7 @@ func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, b
 	}
 	if err := d.Err(); err != nil {
 		msgs.Release()
-		return nil, RecordsErrorCode(err), err.Error()
+		return nil, records.ErrorCode(err), err.Error()
 	}
 	if code, why := produceVersionRules(version, d.Batches()); code != 0 {
 		msgs.Release()
@@ -313,7 +315,7 @@ func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, b
 
 // produceVersionRules applies what Kafka's ProduceRequest.validateRecords
 // requires from v3 on: exactly one batch, of magic 2, and no zstd before v7.
-func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string) {
+func produceVersionRules(version int16, batches []records.BatchInfo) (int16, string) {
 	if version < 3 {
 		return 0, ""
 	}
@@ -322,7 +324,7 @@ func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string
 		return kerr.InvalidRecord.Code, "produce v3+ needs one record batch per partition"
 	case batches[0].Magic != 2:
 		return kerr.InvalidRecord.Code, "produce v3+ accepts record batches of magic 2 only"
-	case version < 7 && batches[0].Compression == recCodecZstd:
+	case version < 7 && batches[0].Compression == records.CodecZstd:
 		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7+"
 	case len(batches) > 1:
 		return kerr.InvalidRecord.Code, "produce v3+ accepts exactly one record batch per partition"

@@ -6,7 +6,7 @@ package bridge
 //   - Each requested partition is read with single-consumer POLL_MESSAGES
 //     (kind 1, a fixed consumer id, strategy Offset at the fetch offset,
 //     never auto-commit: a fetch stores no offsets). Iggy messages become
-//     record batches v2 through KafkaBatchWriter (records_fetch.go): base
+//     record batches v2 through records.BatchWriter (codec/records): base
 //     offset = the Iggy offset of the first message, CreateTime, no
 //     compression, producer fields -1, CRC32C. Messages whose mapping
 //     marker does not parse are skipped (offset gap), counted and logged
@@ -74,8 +74,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
@@ -120,14 +121,14 @@ func (b *Bridge) fetchAPI() API {
 	f := &fetcher{b: b}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
-	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
+	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, ErrorCodes: fetchErrorCodes}
 }
 
 func init() { registerAPI((*Bridge).fetchAPI) }
 
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
-func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
+func (f *fetcher) onSkip(offset uint64, reason records.SkipReason) {
 	n := f.skipped.Add(1)
 	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
 		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
@@ -147,182 +148,16 @@ type fetchPart struct {
 	end       int
 }
 
-// fetchResponse is a FetchResponse whose record bytes live in a pooled
-// buffer, returned to the pool (and its bytes to the memory budget) by
-// AppendTo, or by Release after AppendVectored: encode it once.
-type fetchResponse struct {
-	*kmsg.FetchResponse
-	buf    *bytebufferpool.ByteBuffer
-	cuts   []Cut
-	budget *budget.Budget
-	held   int64 // budget bytes of buf, returned by Release
-}
+var _ VectoredResponse = (*records.FetchResponse)(nil)
 
-var _ VectoredResponse = (*fetchResponse)(nil)
+// fetchBufPool holds the record bytes of Fetch responses; the response
+// gives its buffer back (fetchReserve.ReleaseBuffer) once encoded.
+var fetchBufPool bytebufferpool.Pool
 
-// AppendTo encodes the response, then releases the record buffer (the
-// partitions' record bytes are emptied: a second encoding carries none).
-func (r *fetchResponse) AppendTo(dst []byte) []byte {
-	dst = r.FetchResponse.AppendTo(dst)
-	r.Release()
-	return dst
-}
-
-// fetchCutMin is the smallest record block AppendVectored leaves out of
-// the reply buffer: below it a copy is cheaper than one more iovec.
-const fetchCutMin = 4 << 10
-
-// AppendVectored encodes the response like AppendTo, except that the
-// record bytes of partitions holding at least fetchCutMin of them (at most
-// maxCuts partitions) stay in the record buffer: the front door writes
-// them from there, which saves copying every fetched byte once more. The
-// record buffer is released by Release.
-func (r *fetchResponse) AppendVectored(dst []byte, maxCuts int) []byte {
-	r.cuts = r.cuts[:0]
-	if r.buf == nil || maxCuts <= 0 || !fetchPlainEncoding(r.FetchResponse) {
-		return r.AppendTo(dst)
-	}
-	dst = appendFetchResponse(dst, r.FetchResponse, func(dst, b []byte) []byte {
-		if len(b) < fetchCutMin || len(r.cuts) >= maxCuts {
-			return append(dst, b...)
-		}
-		r.cuts = append(r.cuts, Cut{At: len(dst), Data: b})
-		return dst
-	})
-	return dst
-}
-
-// Cuts returns the record blocks AppendVectored left out.
-func (r *fetchResponse) Cuts() []Cut { return r.cuts }
-
-// Release returns the record buffer to the pool (the partitions' record
-// bytes are emptied: a later encoding carries none).
-func (r *fetchResponse) Release() {
-	if r.buf == nil {
-		return
-	}
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			r.Topics[i].Partitions[j].RecordBatches = []byte{}
-		}
-	}
-	clear(r.cuts)
-	r.cuts = r.cuts[:0]
-	if cap(r.buf.B) <= fetchPoolMaxBuf {
-		fetchBufPool.Put(r.buf)
-	}
-	r.buf = nil
-	r.budget.Release(r.held)
-	r.held = 0
-}
-
-// fetchPlainEncoding reports whether resp holds only what appendFetchResponse
-// encodes: no aborted transactions, no tagged fields (diverging epoch,
-// current leader, snapshot id, node endpoints), no unknown tags. The
-// handler never sets any of them; anything else goes through kmsg.
-func fetchPlainEncoding(resp *kmsg.FetchResponse) bool {
-	if len(resp.Brokers) > 0 || resp.UnknownTags.Len() > 0 {
-		return false
-	}
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		if t.UnknownTags.Len() > 0 {
-			return false
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			if len(p.AbortedTransactions) > 0 || p.UnknownTags.Len() > 0 ||
-				p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 || p.DivergingEpoch.UnknownTags.Len() > 0 ||
-				p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 || p.CurrentLeader.UnknownTags.Len() > 0 ||
-				p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1 || p.SnapshotID.UnknownTags.Len() > 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// appendFetchResponse encodes resp (which fetchPlainEncoding accepted)
-// byte for byte as kmsg's FetchResponse.AppendTo does, except that every
-// partition's record bytes go through records(dst, b) after their length
-// prefix (which appends them, or records where they belong).
-func appendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst, b []byte) []byte) []byte {
-	version := resp.Version
-	flexible := version >= 12
-	arrayLen := func(dst []byte, n int) []byte {
-		if flexible {
-			return kbin.AppendCompactArrayLen(dst, n)
-		}
-		return kbin.AppendArrayLen(dst, n)
-	}
-	if version >= 1 {
-		dst = kbin.AppendInt32(dst, resp.ThrottleMillis)
-	}
-	if version >= 7 {
-		dst = kbin.AppendInt16(dst, resp.ErrorCode)
-		dst = kbin.AppendInt32(dst, resp.SessionID)
-	}
-	dst = arrayLen(dst, len(resp.Topics))
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		switch {
-		case version >= 13:
-			dst = kbin.AppendUuid(dst, t.TopicID)
-		case flexible:
-			dst = kbin.AppendCompactString(dst, t.Topic)
-		default:
-			dst = kbin.AppendString(dst, t.Topic)
-		}
-		dst = arrayLen(dst, len(t.Partitions))
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			dst = kbin.AppendInt32(dst, p.Partition)
-			dst = kbin.AppendInt16(dst, p.ErrorCode)
-			dst = kbin.AppendInt64(dst, p.HighWatermark)
-			if version >= 4 {
-				dst = kbin.AppendInt64(dst, p.LastStableOffset)
-			}
-			if version >= 5 {
-				dst = kbin.AppendInt64(dst, p.LogStartOffset)
-			}
-			if version >= 4 {
-				isNil := p.AbortedTransactions == nil
-				if flexible {
-					dst = kbin.AppendCompactNullableArrayLen(dst, 0, isNil)
-				} else {
-					dst = kbin.AppendNullableArrayLen(dst, 0, isNil)
-				}
-			}
-			if version >= 11 {
-				dst = kbin.AppendInt32(dst, p.PreferredReadReplica)
-			}
-			b := p.RecordBatches
-			switch {
-			case b == nil && flexible:
-				dst = append(dst, 0)
-			case b == nil:
-				dst = kbin.AppendInt32(dst, -1)
-			default:
-				if flexible {
-					dst = kbin.AppendUvarint(dst, 1+uint32(len(b)))
-				} else {
-					dst = kbin.AppendInt32(dst, int32(len(b)))
-				}
-				dst = records(dst, b)
-			}
-			if flexible {
-				dst = append(dst, 0) // no tagged fields
-			}
-		}
-		if flexible {
-			dst = append(dst, 0)
-		}
-	}
-	if flexible {
-		dst = append(dst, 0)
-	}
-	return dst
-}
+// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
+// larger ones go to the collector, so idle pooled buffers do not hold
+// memory outside the budget that a burst of large fetches grew.
+const fetchPoolMaxBuf = 4 << 20
 
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
@@ -379,7 +214,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
 		}
 	}
-	return &fetchResponse{FetchResponse: resp, buf: buf, budget: res.budget, held: res.held}, nil
+	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
 }
 
 // fetchMinGrant is the least budget a fetch waits for when none is free
@@ -433,6 +268,16 @@ func (r *fetchReserve) settle(used int) {
 		r.budget.Release(r.held - u)
 	}
 	r.held = int64(used)
+}
+
+// ReleaseBuffer takes back a response's record buffer once it is written:
+// the buffer goes back to the pool, the response's bytes to the budget.
+func (r *fetchReserve) ReleaseBuffer(buf *bytebufferpool.ByteBuffer) {
+	if cap(buf.B) <= fetchPoolMaxBuf {
+		fetchBufPool.Put(buf)
+	}
+	r.budget.Release(r.held)
+	r.held = 0
 }
 
 // wait is the long poll: it reads every partition again when a local
@@ -696,7 +541,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		r.code = kerr.OffsetOutOfRange.Code
 		return dst, r
 	}
-	w := f.writers.Get().(*KafkaBatchWriter)
+	w := f.writers.Get().(*records.BatchWriter)
 	defer f.writers.Put(w)
 	w.LogAppendTime = f.b.logAppendTime(ctx, p.info)
 
@@ -770,9 +615,9 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		// Room for what this poll can add (Kafka batches take about the
 		// bytes of the Iggy messages they carry), in one step, rather than
 		// append's doubling past the budget's grant.
-		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+kbHeaderSize))
+		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+records.BatchHeaderSize))
 		before := len(dst)
-		var stats FetchBatchStats
+		var stats records.BatchStats
 		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.records)
 		polled.Release()
 		if stats.Batches > 0 {
@@ -797,7 +642,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		if rq.Version < 2 {
 			magic = 0
 		}
-		dst = downConvert(dst, begin, magic, limit, atLeastOne)
+		dst = records.DownConvert(dst, begin, magic, limit, atLeastOne)
 		r.records = len(dst) > begin
 	}
 	r.hw = hw
@@ -932,12 +777,12 @@ func (c *partCache) setAvg(k partKey, avg int) {
 	c.update(k, func(s *partState) { s.avg = avg })
 }
 
-// fetchErrorCodes walks a Fetch response (the handler's fetchResponse or
+// fetchErrorCodes walks a Fetch response (the handler's records.FetchResponse or
 // a plain one) for the metrics.
 func fetchErrorCodes(resp kmsg.Response, f func(int16)) {
 	var r *kmsg.FetchResponse
 	switch v := resp.(type) {
-	case *fetchResponse:
+	case *records.FetchResponse:
 		r = v.FetchResponse
 	case *kmsg.FetchResponse:
 		r = v

@@ -53,6 +53,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -89,7 +91,7 @@ type lister struct {
 
 func (b *Bridge) listOffsetsAPI() API {
 	l := &lister{b: b}
-	l.writers.New = func() any { return new(KafkaBatchWriter) }
+	l.writers.New = func() any { return new(records.BatchWriter) }
 	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle, ErrorCodes: errorCodes(listOffsetsErrorCodes)}
 }
 
@@ -220,7 +222,7 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 // logStart (DeleteRecords) are not answered: a search that lands below it
 // goes on from it.
 func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
-	w := l.writers.Get().(*KafkaBatchWriter)
+	w := l.writers.Get().(*records.BatchWriter)
 	defer l.writers.Put(w)
 	kind, value := icodec.PollingKindTimestamp, uint64(ts)*1000 // ts <= MaxInt64: no overflow
 	fallback, fallbackTS := int64(-1), int64(-1)
@@ -241,7 +243,7 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 		var next uint64
 		for it.Next() {
 			m := it.Message()
-			mts, reason := w.decode(&m)
+			mts, reason := w.Decode(&m)
 			if reason != 0 {
 				mts = int64(m.Timestamp / 1000)
 			}
@@ -288,9 +290,9 @@ func (l *lister) oneMessage(ctx context.Context, ref iggy.TopicRef, partition in
 // kafkaTimestamp is the timestamp a consumer sees on m (the record
 // mapping's); a message the mapping skips falls back to its append time.
 func (l *lister) kafkaTimestamp(m *icodec.Message) int64 {
-	w := l.writers.Get().(*KafkaBatchWriter)
+	w := l.writers.Get().(*records.BatchWriter)
 	defer l.writers.Put(w)
-	ts, reason := w.decode(m)
+	ts, reason := w.Decode(m)
 	if reason != 0 {
 		return int64(m.Timestamp / 1000)
 	}

@@ -13,10 +13,10 @@
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
 // defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
-// records*.go: the record mapping (and legacy down-conversion); offsets.go,
-// pids.go, topicconfig.go, topicheld.go, topicstore.go (the topic-config
+// offsets.go, pids.go, topicconfig.go, topicheld.go, topicstore.go (the topic-config
 // store in Iggy), internaltopics.go, metrics.go; the group state machine is
-// bridge/groups, reached through groups.Service. One Table built in New
+// bridge/groups, reached through groups.Service; the record mapping is
+// codec/records. One Table built in New
 // drives dispatch, ApiVersions and the metrics.
 package bridge
 

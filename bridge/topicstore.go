@@ -51,6 +51,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
@@ -464,6 +466,6 @@ func (s *topicStore) ensure(ctx context.Context) error {
 
 // randomID is a random UUID v4 message id.
 func randomID() wire.U128 {
-	var d RecordDecoder
-	return d.newID()
+	var d records.Decoder
+	return d.NewID()
 }
