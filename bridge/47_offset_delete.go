@@ -2,7 +2,7 @@ package bridge
 
 // OffsetDelete: v0
 //
-// Behavior (KIP-496; the store is offsets.go):
+// Behavior (KIP-496; the store is bridge/offsets):
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24).
 //   - The group coordinator decides whether the group's offsets may be
 //     deleted (offsetDeleteCheck): a group with members that is not a
@@ -27,6 +27,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -49,7 +51,7 @@ type offsetDeletion struct {
 func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !validGroupID(req.Group) {
+	if !offsets.ValidGroupID(req.Group) {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
@@ -102,7 +104,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 		found, err := b.anyOffset(ctx, req.Group, dels)
 		switch {
 		case err != nil:
-			resp.ErrorCode = offsetReadCode(err)
+			resp.ErrorCode = offsets.ReadCode(err)
 			resp.Topics = nil
 			return resp, nil
 		case !found:
@@ -113,9 +115,9 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 	}
 
 	tk := ticketOf(rq)
-	parallel(len(dels), offsetsParallel, func(k int) {
+	offsets.Parallel(len(dels), offsets.MaxParallel, func(k int) {
 		d := &dels[k]
-		if err := b.offsets.remove(ctx, req.Group, d.ref, d.rp.Partition, tk); err != nil {
+		if err := b.offsets.Remove(ctx, req.Group, d.ref, d.rp.Partition, tk); err != nil {
 			d.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, d.topic, "offset delete: delete failed")
 		}
 	})
@@ -128,14 +130,14 @@ func (b *Bridge) anyOffset(ctx context.Context, group string, dels []offsetDelet
 	if len(dels) == 0 {
 		return false, nil
 	}
-	mode, err := b.offsets.resolveMode(ctx, dels[0].ref)
+	mode, err := b.offsets.ResolveMode(ctx, dels[0].ref)
 	if err != nil {
 		return false, err
 	}
 	found := make([]bool, len(dels))
 	errs := make([]error, len(dels))
-	parallel(len(dels), offsetsParallel, func(k int) {
-		off, err := b.offsets.read(ctx, mode, group, dels[k].ref, dels[k].rp.Partition)
+	offsets.Parallel(len(dels), offsets.MaxParallel, func(k int) {
+		off, err := b.offsets.Read(ctx, mode, group, dels[k].ref, dels[k].rp.Partition)
 		found[k], errs[k] = off >= 0, err
 	})
 	for k := range dels {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -73,7 +74,7 @@ type Bridge struct {
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
 	groups   groups.Service // consumer groups (bridge/groups, or the cluster router)
-	offsets  *offsetStore   // committed offsets in Iggy (offsets.go)
+	offsets  *offsets.Store // committed offsets in Iggy (bridge/offsets)
 	store    *topicStore    // topic configs and log start offsets in Iggy (topicstore.go)
 	pids     *producerState // producer ids and idempotence (pids.go)
 	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
@@ -103,10 +104,10 @@ func New(o Options) (*Bridge, error) {
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
 	b.topicIDs = newTopicIDIndex(b)
-	b.offsets = newOffsetStore(b)
+	b.offsets = offsets.New(o.Client, kafkaTopics{b}, o.Config.Offsets.Mode, o.Log)
 	b.store = newTopicStore(b)
 	local := groups.New(o.Config.Groups, o.Log, nil)
-	local.SetOffsets(b.offsets)
+	local.SetOffsets(offsetsDeleter{b.offsets})
 	b.groups = local
 	if o.Groups != nil {
 		b.groups = o.Groups(local)

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -26,11 +28,11 @@ func offsetsScoped(code int16) int16 {
 // rest at debug level.
 func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
 	code := kafkaCode(err, scopeOffsets)
-	refused := errors.Is(err, errKind3Refused)
+	refused := errors.Is(err, offsets.ErrKind3Refused)
 	switch {
 	case refused:
 		code = kerr.UnknownServerError.Code // not retried; logged once by the store
-	case code == kerr.UnknownServerError.Code && errors.Is(err, errOffsetsMode):
+	case code == kerr.UnknownServerError.Code && errors.Is(err, offsets.ErrModeUndecided):
 		code = kerr.CoordinatorLoadInProgress.Code // no login yet: retry
 	}
 	ev := b.log.Debug()
@@ -40,4 +42,19 @@ func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group
 	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
 		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
 	return code
+}
+
+// ticketOf is the ticket of a request's offsets writes (offsets.Ticket).
+func ticketOf(rq *Request) offsets.Ticket {
+	return offsets.Ticket{Conn: rq.ConnID, At: rq.Received, Corr: rq.CorrID}
+}
+
+// offsetsDeleter is the committed-offsets store as DeleteGroups uses it
+// (groups.OffsetsDeleter): the store's deletes with the offsets scope's
+// error mapping.
+type offsetsDeleter struct{ *offsets.Store }
+
+// OffsetsErrorCode maps a DeleteGroupOffsets failure.
+func (offsetsDeleter) OffsetsErrorCode(err error) (int16, uint32) {
+	return kafkaCode(err, scopeOffsets), iggyCode(err)
 }
