@@ -9,8 +9,8 @@ package bridge
 //   - Size: from v3 a partition's record batch larger than the topic's
 //     max.message.bytes (else topics.max_message_bytes, Kafka's
 //     message.max.bytes) is refused with MESSAGE_TOO_LARGE before it is
-//     decoded (topicheld.go; the topic's value comes from the topic-config
-//     store in Iggy, topicstore.go, read at most a second ago).
+//     decoded (topicconfig/held.go; the topic's value comes from the topic-config
+//     store in Iggy, topicconfig/store.go, read at most a second ago).
 //   - Records: every partition's Records bytes go through the record mapping
 //     v1 (codec/records, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
@@ -50,7 +50,7 @@ package bridge
 //     idempotence).
 //   - Every successful write wakes the fetches waiting on the partition.
 //   - LogAppendTime is -1 for CreateTime topics. A topic whose
-//     message.timestamp.type is LogAppendTime (topicheld.go) gets the
+//     message.timestamp.type is LogAppendTime (topicconfig/held.go) gets the
 //     gateway's clock: every record of the partition is written with the
 //     append time (ms) as its timestamp, in place of the producer's, and
 //     LogAppendTime answers it. LogStartOffset is -1 (not
@@ -177,7 +177,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			var msgs *iggy.Messages
 			if refused == 0 {
 				appendTS := int64(-1)
-				if b.logAppendTime(ctx, info) {
+				if b.store.LogAppendTime(ctx, info) {
 					appendTS = time.Now().UnixMilli()
 				}
 				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget, appendTS)

@@ -535,15 +535,15 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	key := partKey{p.topic, p.partition}
 	st := f.parts.get(key)
 	ref := p.info.Ref
-	storeStart := f.b.store.logStart(ctx, p.info, p.partition)
+	storeStart := f.b.store.LogStart(ctx, p.info, p.partition)
 	if p.offset < storeStart {
-		// Below the log start offset DeleteRecords set (topicstore.go).
+		// Below the log start offset DeleteRecords set (topicconfig/store.go).
 		r.code = kerr.OffsetOutOfRange.Code
 		return dst, r
 	}
 	w := f.writers.Get().(*records.BatchWriter)
 	defer f.writers.Put(w)
-	w.LogAppendTime = f.b.logAppendTime(ctx, p.info)
+	w.LogAppendTime = f.b.store.LogAppendTime(ctx, p.info)
 
 	begin := len(dst)
 	next := uint64(p.offset)

@@ -10,7 +10,7 @@ package bridge
 //     transactions: last stable offset = high watermark).
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset, the
 //     first retained offset (a First poll of one message), or the one
-//     DeleteRecords set when higher (the topic-config store, topicstore.go,
+//     DeleteRecords set when higher (the topic-config store, topicconfig/store.go,
 //     read to its end first); the high watermark when nothing is
 //     retained. Timestamp -1. No answer below that log start: a timestamp
 //     search goes on from it, -3 is -1/-1 when every record is below it.
@@ -156,7 +156,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			logStart, err := l.b.store.logStartFresh(ctx, info, tp.Partition)
+			logStart, err := l.b.store.LogStartFresh(ctx, info, tp.Partition)
 			if err != nil {
 				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic-config store read failed")
 				continue

@@ -7,7 +7,7 @@ package bridge
 //     the high watermark), as Kafka does for kafka-delete-records and for
 //     Kafka Streams' purge of consumed repartition records. The offset is
 //     durable and shared by every sidecar of the Iggy server: a log_start
-//     record in the topic-config store (topicstore.go), the highest offset
+//     record in the topic-config store (topicconfig/store.go), the highest offset
 //     per partition winning. ListOffsets earliest, Fetch (its log start
 //     offset, and OFFSET_OUT_OF_RANGE below it) and this API honour it.
 //   - Iggy storage: Iggy cannot drop part of a segment, and its segments'
@@ -123,7 +123,7 @@ func (b *Bridge) deleteTopicRecords(ctx context.Context, rq *Request, rt *kmsg.D
 			sp.ErrorCode = dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: poll failed")
 			continue
 		}
-		stored, err := b.store.logStartFresh(ctx, info, p.Partition)
+		stored, err := b.store.LogStartFresh(ctx, info, p.Partition)
 		if err != nil {
 			sp.ErrorCode = dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: topic-config store read failed")
 			continue
@@ -151,7 +151,7 @@ func (b *Bridge) deleteTopicRecords(ctx context.Context, rq *Request, rt *kmsg.D
 	if len(raise) == 0 {
 		return st
 	}
-	if err := b.store.putLogStart(ctx, info, raise); err != nil {
+	if err := b.store.PutLogStart(ctx, info, raise); err != nil {
 		code := dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: topic-config store write failed")
 		for j := range st.Partitions {
 			if sp := &st.Partitions[j]; sp.ErrorCode == 0 && sp.LowWatermark >= 0 {

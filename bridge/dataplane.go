@@ -6,6 +6,7 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -88,4 +89,19 @@ func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32
 var fetchConsumer = icodec.Consumer{
 	Kind: icodec.ConsumerKindConsumer,
 	ID:   icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{0x67, 0x66, 0x61, 0x6b}},
+}
+
+// checkMessageSize applies max.message.bytes to one partition's records of
+// a Produce v3+ (one record batch, so the records are the batch as Kafka
+// measures it, log overhead included). Message sets of v0-v2 are not
+// checked. It returns MESSAGE_TOO_LARGE and Kafka's reason, or 0.
+func (b *Bridge) checkMessageSize(ctx context.Context, version int16, info *iggy.TopicInfo, records []byte) (int16, string) {
+	if version < 3 {
+		return 0, ""
+	}
+	if limit := b.store.MaxMessageBytes(ctx, info, int(b.cfg.Topics.MaxMessageBytes)); len(records) > limit {
+		return kerr.MessageTooLarge.Code, "The request included a message larger than the max message size the server will accept: " +
+			strconv.Itoa(len(records)) + " bytes > max.message.bytes " + strconv.Itoa(limit)
+	}
+	return 0, ""
 }
