@@ -169,7 +169,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 				rp.ErrorCode = code
 				continue
 			}
-			rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition)
+			rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition)
 			if rp.ErrorCode != 0 {
 				continue
 			}
@@ -255,7 +255,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		}
 		name, info, err := p.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return "", nil, dataErrCode(ctx, b, rq, err, name, "produce: topic id lookup failed")
+			return "", nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -274,7 +274,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		info, err = b.lookupTopic(ctx, name)
 	}
 	if err != nil {
-		return name, nil, dataErrCode(ctx, b, rq, err, name, "produce: topic lookup failed")
+		return name, nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic lookup failed")
 	}
 	return name, info, 0
 }
@@ -353,7 +353,7 @@ func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
 	s.msgs = nil // Send owns it now
 	done(base, err == nil)
 	if err != nil {
-		s.rp.ErrorCode = dataErrCode(ctx, p.b, rq, err, s.topic, "produce: send failed")
+		s.rp.ErrorCode = dataErrCode(ctx, p.b.log, rq, err, s.topic, "produce: send failed")
 		return
 	}
 	s.rp.BaseOffset = base

@@ -396,7 +396,7 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 			case p.code == 0 && isInternalTopic(name) && info == nil:
 				p.internal = true
 			case p.code == 0:
-				p.code, p.info = checkPartition(ctx, f.b, info, p.partition)
+				p.code, p.info = checkPartition(ctx, f.b.iggy, info, p.partition)
 			}
 			parts = append(parts, p)
 		}
@@ -413,7 +413,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 		}
 		name, info, err := f.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return "", nil, dataErrCode(ctx, f.b, rq, err, name, "fetch: topic id lookup failed")
+			return "", nil, dataErrCode(ctx, f.b.log, rq, err, name, "fetch: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -428,7 +428,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 	}
 	info, err := f.b.lookupTopic(ctx, t.Topic)
 	if err != nil {
-		return "", nil, dataErrCode(ctx, f.b, rq, err, t.Topic, "fetch: topic lookup failed")
+		return "", nil, dataErrCode(ctx, f.b.log, rq, err, t.Topic, "fetch: topic lookup failed")
 	}
 	return t.Topic, info, 0
 }
@@ -558,7 +558,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		polled, err := f.poll(ctx, ref, p.partition, icodec.PollingKindOffset, next, count)
 		if err != nil {
 			if poll == 0 {
-				r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+				r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
 				return dst, r
 			}
 			break // answer what was read; the next fetch sees the failure
@@ -571,7 +571,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 				// empty answer says nothing about what is retained.
 				probed := count > 0
 				if hw, err = f.hwWhenEmpty(ctx, ref, p.partition, cur, next, probed); err != nil {
-					r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+					r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
 					return dst, r
 				}
 				r.cut = !probed && hw > int64(next)
@@ -579,7 +579,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 					// Messages may have landed between the server's read
 					// and its current offset (a produce racing the poll):
 					// out of range only if the log now starts above.
-					if first, ferr := firstOffset(ctx, f.b, ref, p.partition, hw); ferr == nil && first <= p.offset {
+					if first, ferr := firstOffset(ctx, f.b.iggy, ref, p.partition, hw); ferr == nil && first <= p.offset {
 						probed = false
 					}
 				}
@@ -693,7 +693,7 @@ func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, 
 	if !st.at.IsZero() && time.Since(st.at) < fetchLogStartTTL && st.logStart <= min(offset, hw) {
 		return st.logStart, nil
 	}
-	ls, err := firstOffset(ctx, f.b, ref, key.partition, hw)
+	ls, err := firstOffset(ctx, f.b.iggy, ref, key.partition, hw)
 	if err != nil {
 		return 0, err
 	}
@@ -703,7 +703,7 @@ func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, 
 
 // poll runs one single-consumer poll of a partition.
 func (f *fetcher) poll(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return pollIggy(ctx, f.b, ref, partition, kind, value, count)
+	return pollIggy(ctx, f.b.iggy, ref, partition, kind, value, count)
 }
 
 // fetchPollCount is the message count of the next poll: what remaining

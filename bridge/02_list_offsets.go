@@ -122,7 +122,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 		} else if !internal {
 			var err error
 			if info, err = l.b.lookupTopic(ctx, t.Topic); err != nil {
-				code = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic lookup failed")
+				code = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: topic lookup failed")
 			}
 		}
 		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
@@ -151,19 +151,19 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 				}
 				continue
 			default:
-				rp.ErrorCode, info = checkPartition(ctx, l.b, info, tp.Partition)
+				rp.ErrorCode, info = checkPartition(ctx, l.b.iggy, info, tp.Partition)
 			}
 			if rp.ErrorCode != 0 {
 				continue
 			}
 			logStart, err := l.b.store.LogStartFresh(ctx, info, tp.Partition)
 			if err != nil {
-				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic-config store read failed")
+				rp.ErrorCode = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: topic-config store read failed")
 				continue
 			}
 			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp, logStart)
 			if err != nil {
-				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: poll failed")
+				rp.ErrorCode = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: poll failed")
 				continue
 			}
 			if rq.Version == 0 {
@@ -188,7 +188,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
 	switch ts {
 	case listLatest:
-		p, err := pollIggy(ctx, l.b, ref, partition, icodec.PollingKindLast, 0, 1)
+		p, err := pollIggy(ctx, l.b.iggy, ref, partition, icodec.PollingKindLast, 0, 1)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -198,7 +198,7 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 		}
 		return 0, -1, nil
 	case listEarliest, listEarliestLocal:
-		off, err := firstOffset(ctx, l.b, ref, partition, -1)
+		off, err := firstOffset(ctx, l.b.iggy, ref, partition, -1)
 		return max(off, logStart), -1, err
 	case listLatestTiered, listEarliestPending:
 		return -1, -1, nil
@@ -227,7 +227,7 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 	kind, value := icodec.PollingKindTimestamp, uint64(ts)*1000 // ts <= MaxInt64: no overflow
 	fallback, fallbackTS := int64(-1), int64(-1)
 	for scanned := 0; scanned < listScanMessages; {
-		p, err := pollIggy(ctx, l.b, ref, partition, kind, value, listScanPoll)
+		p, err := pollIggy(ctx, l.b.iggy, ref, partition, kind, value, listScanPoll)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -274,7 +274,7 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 // oneMessage polls one message and returns its offset and Kafka timestamp,
 // or -1/-1 when the poll finds none.
 func (l *lister) oneMessage(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64) (int64, int64, error) {
-	p, err := pollIggy(ctx, l.b, ref, partition, kind, value, 1)
+	p, err := pollIggy(ctx, l.b.iggy, ref, partition, kind, value, 1)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -113,7 +113,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 				rp.ErrorCode = code
 				continue
 			}
-			if rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition); rp.ErrorCode != 0 {
+			if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode != 0 {
 				rp.ErrorCode = offsetsScoped(rp.ErrorCode)
 				continue
 			}
@@ -148,7 +148,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 			err = b.offsets.Commit(ctx, modes[w.t], req.Group, w.ref, w.rp.Partition, w.offset, tk)
 		}
 		if err != nil {
-			w.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, w.topic, "offset commit: write failed")
+			w.rp.ErrorCode = offsetErrCode(ctx, b.log, rq, err, req.Group, w.topic, "offset commit: write failed")
 		}
 	})
 	return resp, nil
@@ -173,7 +173,7 @@ func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.Offs
 	if rq.Version >= 10 {
 		name, info, err := c.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return name, nil, offsetErrCode(ctx, b, rq, err, "", name, "offset commit: topic id lookup failed")
+			return name, nil, offsetErrCode(ctx, b.log, rq, err, "", name, "offset commit: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -185,7 +185,7 @@ func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.Offs
 	}
 	info, err := b.lookupTopic(ctx, t.Topic)
 	if err != nil {
-		return t.Topic, nil, offsetErrCode(ctx, b, rq, err, "", t.Topic, "offset commit: topic lookup failed")
+		return t.Topic, nil, offsetErrCode(ctx, b.log, rq, err, "", t.Topic, "offset commit: topic lookup failed")
 	}
 	return t.Topic, info, 0
 }

@@ -198,7 +198,7 @@ func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group strin
 				continue // unknown topic: -1, no error
 			}
 			var pcode int16
-			pcode, info = checkPartition(ctx, b, info, fp.partition)
+			pcode, info = checkPartition(ctx, b.iggy, info, fp.partition)
 			switch pcode {
 			case 0:
 				reads = append(reads, read{t: i, p: j, ref: info.Ref})

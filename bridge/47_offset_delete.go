@@ -81,7 +81,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 		default:
 			var err error
 			if info, err = b.lookupTopic(ctx, t.Topic); err != nil {
-				tcode = offsetErrCode(ctx, b, rq, err, req.Group, t.Topic, "offset delete: topic lookup failed")
+				tcode = offsetErrCode(ctx, b.log, rq, err, req.Group, t.Topic, "offset delete: topic lookup failed")
 			}
 		}
 		for j := range t.Partitions {
@@ -92,7 +92,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 				rp.ErrorCode = tcode
 				continue
 			}
-			if rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition); rp.ErrorCode != 0 {
+			if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode != 0 {
 				rp.ErrorCode = offsetsScoped(rp.ErrorCode)
 				continue
 			}
@@ -118,7 +118,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 	offsets.Parallel(len(dels), offsets.MaxParallel, func(k int) {
 		d := &dels[k]
 		if err := b.offsets.Remove(ctx, req.Group, d.ref, d.rp.Partition, tk); err != nil {
-			d.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, d.topic, "offset delete: delete failed")
+			d.rp.ErrorCode = offsetErrCode(ctx, b.log, rq, err, req.Group, d.topic, "offset delete: delete failed")
 		}
 	})
 	return resp, nil

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +28,7 @@ func offsetsScoped(code int16) int16 {
 // offsetErrCode maps an Iggy failure of an offsets write to its Kafka code
 // and logs it: UNKNOWN_SERVER_ERROR at warn level with the Iggy code, the
 // rest at debug level.
-func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group, topic, msg string) int16 {
+func offsetErrCode(ctx context.Context, log zerolog.Logger, rq *Request, err error, group, topic, msg string) int16 {
 	code := kafkaCode(err, scopeOffsets)
 	refused := errors.Is(err, offsets.ErrKind3Refused)
 	switch {
@@ -35,9 +37,9 @@ func offsetErrCode(ctx context.Context, b *Bridge, rq *Request, err error, group
 	case code == kerr.UnknownServerError.Code && errors.Is(err, offsets.ErrModeUndecided):
 		code = kerr.CoordinatorLoadInProgress.Code // no login yet: retry
 	}
-	ev := b.log.Debug()
+	ev := log.Debug()
 	if code == kerr.UnknownServerError.Code && ctx.Err() == nil && !refused {
-		ev = b.log.Warn()
+		ev = log.Warn()
 	}
 	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
 		Str("group_id", group).Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
