@@ -150,15 +150,6 @@ type fetchPart struct {
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
 
-// fetchBufPool holds the record bytes of Fetch responses; the response
-// gives its buffer back (fetchReserve.ReleaseBuffer) once encoded.
-var fetchBufPool bytebufferpool.Pool
-
-// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
-// larger ones go to the collector, so idle pooled buffers do not hold
-// memory outside the budget that a burst of large fetches grew.
-const fetchPoolMaxBuf = 4 << 20
-
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -200,7 +191,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	}
 	minBytes := min(int(req.MinBytes), respMax)
 
-	buf := fetchBufPool.Get()
+	buf := records.NewFetchBuffer()
 	res := &fetchReserve{budget: f.b.budget, deadline: deadline}
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
@@ -270,12 +261,9 @@ func (r *fetchReserve) settle(used int) {
 	r.held = int64(used)
 }
 
-// ReleaseBuffer takes back a response's record buffer once it is written:
-// the buffer goes back to the pool, the response's bytes to the budget.
-func (r *fetchReserve) ReleaseBuffer(buf *bytebufferpool.ByteBuffer) {
-	if cap(buf.B) <= fetchPoolMaxBuf {
-		fetchBufPool.Put(buf)
-	}
+// BufferReleased returns the response's bytes to the budget once its
+// record buffer is written (records.BufferOwner).
+func (r *fetchReserve) BufferReleased() {
 	r.budget.Release(r.held)
 	r.held = 0
 }

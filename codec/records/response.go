@@ -22,15 +22,32 @@ type Cut struct {
 // reply buffer: below it a copy is cheaper than one more iovec.
 const CutMin = 4 << 10
 
-// BufferOwner takes back the record buffer of a FetchResponse once its
-// bytes are no longer needed (written, dropped, or copied by AppendTo).
-type BufferOwner interface {
-	ReleaseBuffer(buf *bytebufferpool.ByteBuffer)
+// fetchBufPool holds the record buffers of Fetch responses.
+var fetchBufPool bytebufferpool.Pool
+
+// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
+// larger ones go to the collector, so idle pooled buffers do not hold
+// memory outside the budget that a burst of large fetches grew.
+const fetchPoolMaxBuf = 4 << 20
+
+// NewFetchBuffer returns an empty record buffer for a FetchResponse, from
+// the pool Release returns it to.
+func NewFetchBuffer() *bytebufferpool.ByteBuffer {
+	b := fetchBufPool.Get()
+	b.B = b.B[:0]
+	return b
 }
 
-// FetchResponse is a FetchResponse whose record bytes live in Buf, given
-// back to Owner (nil: dropped) by AppendTo, or by Release after
-// AppendVectored: encode it once.
+// BufferOwner is told when the record buffer of a FetchResponse went back
+// to the pool (its bytes written, dropped, or copied by AppendTo), so it
+// can return what it reserved for them.
+type BufferOwner interface {
+	BufferReleased()
+}
+
+// FetchResponse is a FetchResponse whose record bytes live in Buf
+// (NewFetchBuffer), returned to the pool and reported to Owner (when set)
+// by AppendTo, or by Release after AppendVectored: encode it once.
 type FetchResponse struct {
 	*kmsg.FetchResponse
 	Buf   *bytebufferpool.ByteBuffer
@@ -68,9 +85,9 @@ func (r *FetchResponse) AppendVectored(dst []byte, maxCuts int) []byte {
 // Cuts returns the record blocks AppendVectored left out.
 func (r *FetchResponse) Cuts() []Cut { return r.cuts }
 
-// Release gives the record buffer back to its owner (the partitions'
-// record bytes are emptied: a later encoding carries none). Calling it
-// again does nothing.
+// Release returns the record buffer to the pool and tells the owner (the
+// partitions' record bytes are emptied: a later encoding carries none).
+// Calling it again does nothing.
 func (r *FetchResponse) Release() {
 	if r.Buf == nil {
 		return
@@ -82,10 +99,12 @@ func (r *FetchResponse) Release() {
 	}
 	clear(r.cuts)
 	r.cuts = r.cuts[:0]
-	buf := r.Buf
+	if cap(r.Buf.B) <= fetchPoolMaxBuf {
+		fetchBufPool.Put(r.Buf)
+	}
 	r.Buf = nil
 	if r.Owner != nil {
-		r.Owner.ReleaseBuffer(buf)
+		r.Owner.BufferReleased()
 	}
 }
 
