@@ -84,12 +84,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // produceMaxVersion is the highest Produce version served (kmsg's maximum).

@@ -74,8 +74,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -84,6 +82,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 const (

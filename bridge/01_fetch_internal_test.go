@@ -3,9 +3,9 @@ package bridge
 import (
 	"testing"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 func TestFetchPollCount(t *testing.T) {

@@ -53,13 +53,12 @@ import (
 	"context"
 	"sync"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // listOffsetsMaxVersion is the highest ListOffsets version served (kmsg's).

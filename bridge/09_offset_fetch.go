@@ -42,12 +42,11 @@ package bridge
 import (
 	"context"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 // noMetadata is the metadata every fetched offset carries (shared,

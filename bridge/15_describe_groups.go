@@ -30,12 +30,11 @@ package bridge
 import (
 	"context"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 func (b *Bridge) describeGroupsAPI() API {

@@ -32,12 +32,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 

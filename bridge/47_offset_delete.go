@@ -27,12 +27,11 @@ import (
 	"context"
 	"slices"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 func (b *Bridge) offsetDeleteAPI() API {

@@ -11,12 +11,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 

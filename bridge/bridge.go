@@ -30,13 +30,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
-
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )

@@ -9,10 +9,9 @@ import (
 	"errors"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // offsetsScoped turns the retriable codes of the data scope (what the

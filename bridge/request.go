@@ -3,9 +3,9 @@ package bridge
 import (
 	"time"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // Request is one decoded Kafka request as the front door (package proxy)

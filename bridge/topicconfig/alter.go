@@ -9,10 +9,10 @@ import (
 	"math"
 	"math/bits"
 
-	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // Value is one Kafka config as a request names it.
@@ -58,7 +58,7 @@ func CreateOptions(defaults icodec.Options, configs []Value, partitions uint32) 
 			return nil, set, invalidValue(c.Name, *c.Value, reason)
 		}
 		set.set(spec, v)
-		mapped[spec.Key] = EncodeOption(spec, v)
+		mapped[spec.Key] = encodeOption(spec, v)
 	}
 	if err := set.checkTopicSize(partitions); err != nil {
 		return nil, set, err
@@ -200,7 +200,7 @@ func PlanAlter(cur Set, partitions uint32, ops []AlterOp, replace bool, bd Broke
 			resetKey(spec)
 		}
 		if next.explicit[spec.Key] {
-			patch = append(patch, EncodeOption(spec, next.vals[spec.Key]))
+			patch = append(patch, encodeOption(spec, next.vals[spec.Key]))
 		} else {
 			patch = append(patch, resetOption(spec))
 		}
@@ -227,7 +227,7 @@ func mappedOption(key string) bool {
 // factor and its value, and false when there is nothing to change (the
 // key not set explicitly, unlimited, or not growing).
 func ScaledTopicSize(explicit, derived icodec.Options, from, to uint32) (icodec.Option, uint64, bool) {
-	set := SetOf(explicit, derived)
+	set := setOf(explicit, derived)
 	old := set.vals[optMaxTopicSize]
 	if !set.explicit[optMaxTopicSize] || old == math.MaxUint64 || from == 0 {
 		return icodec.Option{}, 0, false
@@ -244,5 +244,5 @@ func ScaledTopicSize(explicit, derived icodec.Options, from, to uint32) (icodec.
 	if next <= old {
 		return icodec.Option{}, 0, false
 	}
-	return EncodeOption(spec, next), next, true
+	return encodeOption(spec, next), next, true
 }

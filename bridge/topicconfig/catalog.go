@@ -61,10 +61,10 @@ import (
 	"math"
 	"sort"
 
-	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
-
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // Iggy option keys the mapping names.

@@ -87,8 +87,8 @@ func kindAccepted(spec *icodec.OptionSpec, kind icodec.HeaderKind) bool {
 	return false
 }
 
-// EncodeOption encodes v (in canonical terms) in spec's canonical kind.
-func EncodeOption(spec *icodec.OptionSpec, v uint64) icodec.Option {
+// encodeOption encodes v (in canonical terms) in spec's canonical kind.
+func encodeOption(spec *icodec.OptionSpec, v uint64) icodec.Option {
 	o := icodec.Option{Key: spec.Key, Kind: spec.Kind}
 	switch spec.Kind {
 	case icodec.HeaderKindString:
@@ -113,12 +113,12 @@ func EncodeOption(spec *icodec.OptionSpec, v uint64) icodec.Option {
 // code in the Uint8 kind.
 func resetOption(spec *icodec.OptionSpec) icodec.Option {
 	if spec.ZeroMeansDefault {
-		return EncodeOption(spec, 0)
+		return encodeOption(spec, 0)
 	}
 	if spec.Parse == icodec.OptionParseCompression {
 		return icodec.Option{Key: spec.Key, Kind: icodec.HeaderKindUint8, Value: []byte{byte(catalogDefault(spec))}}
 	}
-	return EncodeOption(spec, catalogDefault(spec))
+	return encodeOption(spec, catalogDefault(spec))
 }
 
 // isDefaultMarker reports whether an explicit option holds a reset marker.
@@ -192,11 +192,11 @@ func (s Set) reset(spec *icodec.OptionSpec) {
 	delete(s.explicit, spec.Key)
 }
 
-// SetOf resolves a topic's option blocks (§3.5): derived keys hold
+// setOf resolves a topic's option blocks (§3.5): derived keys hold
 // the defaults the server filled in, explicit keys are set unless they hold
 // a default marker. Unknown keys and values that do not parse (written by
 // some other client) are ignored: the key reads as its default.
-func SetOf(explicit, derived icodec.Options) Set {
+func setOf(explicit, derived icodec.Options) Set {
 	s := defaultOptionSet()
 	for _, o := range derived {
 		spec, ok := icodec.LookupOption(icodec.TopicOptions, o.Key)

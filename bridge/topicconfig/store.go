@@ -326,7 +326,7 @@ func (s *Store) value(ctx context.Context, info *iggy.TopicInfo, name string) (s
 // options with the store's values on top, the store read up to its end
 // first (so every sidecar answers what the last change wrote).
 func (s *Store) Settings(ctx context.Context, info *iggy.TopicInfo) (Set, error) {
-	set := SetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	set := setOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
 	if err := s.sync(ctx); err != nil {
 		return set, err
 	}
@@ -495,7 +495,7 @@ func (s *Store) ensure(ctx context.Context) error {
 	expiry, _ := icodec.LookupOption(icodec.TopicOptions, optMessageExpiry)
 	var opts icodec.Options
 	if expiry != nil {
-		opts = icodec.Options{EncodeOption(expiry, math.MaxUint64)}
+		opts = icodec.Options{encodeOption(expiry, math.MaxUint64)}
 	}
 	_, err := s.client.CreateTopic(ctx, storeRef, 1, opts)
 	if err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {

@@ -272,7 +272,7 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 	if e != nil {
 		t.Fatal(e.Msg)
 	}
-	set := SetOf(opts, nil)
+	set := setOf(opts, nil)
 	_, createSet, _ := CreateOptions(nil, cfgs, 3)
 	overlayStored(set, StoredConfigs(createSet))
 	for _, o := range opts {
@@ -335,7 +335,7 @@ func TestTopicEntriesDefaults(t *testing.T) {
 		"max.message.bytes": "1048588",
 	}
 	for name, explicit := range map[string]icodec.Options{"derived": nil, "markers": markers} {
-		for _, e := range TopicEntries(SetOf(explicit, derived), 2, NewBrokerDefaults(nil, 1, DefaultMaxMessageBytes), false) {
+		for _, e := range TopicEntries(setOf(explicit, derived), 2, NewBrokerDefaults(nil, 1, DefaultMaxMessageBytes), false) {
 			w, ok := want[e.Name]
 			if !ok {
 				w = heldConfigs[e.Name].def
@@ -347,7 +347,7 @@ func TestTopicEntriesDefaults(t *testing.T) {
 	}
 	// An explicit value written by another Iggy client as a String, and an
 	// unparsable one (read as the default).
-	set := SetOf(icodec.Options{stropt(optMessageExpiry, "2h"), stropt(optMaxTopicSize, "lots")}, derived)
+	set := setOf(icodec.Options{stropt(optMessageExpiry, "2h"), stropt(optMaxTopicSize, "lots")}, derived)
 	if set.vals[optMessageExpiry] != 7200e6 || !set.explicit[optMessageExpiry] {
 		t.Errorf("string expiry: %d %v", set.vals[optMessageExpiry], set.explicit[optMessageExpiry])
 	}
@@ -362,7 +362,7 @@ func TestTopicEntriesDefaults(t *testing.T) {
 // gateway default among its synonyms.
 func TestTopicEntriesGatewayDefaults(t *testing.T) {
 	bd := NewBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2, DefaultMaxMessageBytes)
-	set := SetOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
+	set := setOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
 	got := map[string]Entry{}
 	for _, e := range TopicEntries(set, 4, bd, true) {
 		got[e.Name] = e
@@ -381,7 +381,7 @@ func TestTopicEntriesGatewayDefaults(t *testing.T) {
 
 func TestPlanAlter(t *testing.T) {
 	// The current topic: 2 partitions, retention.ms and segment.bytes set.
-	cur := SetOf(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, nil)
+	cur := setOf(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, nil)
 	set := func(n, v string) AlterOp { return AlterOp{Name: n, Op: kmsg.IncrementalAlterConfigOpSet, Value: sp(v)} }
 	del := func(n string) AlterOp { return AlterOp{Name: n, Op: kmsg.IncrementalAlterConfigOpDelete} }
 	op := func(n string, o kmsg.IncrementalAlterConfigOp, v string) AlterOp {
@@ -474,7 +474,7 @@ func TestPlanAlter(t *testing.T) {
 			}
 			// The plan's resulting set is what describing the patched
 			// topic gives.
-			after := SetOf(patchOptions(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, patch), nil)
+			after := setOf(patchOptions(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, patch), nil)
 			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
 				if after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k] {
 					t.Errorf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])
@@ -560,11 +560,11 @@ func FuzzTopicConfigs(f *testing.F) {
 		partitions %= 1001
 		_, _, _ = CreateOptions(icodec.Options{stropt(optMessageExpiry, value), stropt(optMaxTopicSize, value)},
 			[]Value{{Name: name, Value: &value}}, partitions)
-		cur := SetOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
+		cur := setOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
 		bd := NewBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions), DefaultMaxMessageBytes)
 		patch, next, e := PlanAlter(cur, partitions, []AlterOp{{Name: name, Op: kmsg.IncrementalAlterConfigOp(op % 5), Value: &value}}, op%2 == 0, bd)
 		if e == nil {
-			after := SetOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)
+			after := setOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)
 			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
 				if _, sent := patch.Get(k); sent && (after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k]) {
 					t.Fatalf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])

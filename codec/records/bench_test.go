@@ -63,7 +63,7 @@ func BenchmarkMapKafkaToIggy(b *testing.B) {
 			for b.Loop() {
 				*budget = DecompressBudget{left: 1 << 20}
 				ib.Begin(buf[:0])
-				if _, err := d.MapInto(&ib, batch, budget, nil); err != nil {
+				if _, err := d.mapInto(&ib, batch, budget, nil); err != nil {
 					b.Fatal(err)
 				}
 				out, err := ib.Finish()

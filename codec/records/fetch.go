@@ -360,7 +360,7 @@ func (w *BatchWriter) Decode(m *iggy.Message) (int64, SkipReason) {
 	switch ver := tlv[version].value; {
 	case len(ver) != 1:
 		return 0, SkipBadMarker
-	case ver[0] != MappingVersion:
+	case ver[0] != mappingVersion:
 		return 0, SkipUnknownVersion
 	}
 	return w.decodeV1(m, tlv)

@@ -239,7 +239,7 @@ func tPairs(t testing.TB, block []byte) []tPair {
 	return out
 }
 
-// tToIggy maps records through Decoder.MapInto into stamped Iggy
+// tToIggy maps records through Decoder.mapInto into stamped Iggy
 // batches (as a server would store them) starting at baseOffset, and
 // returns them back to back with the batch infos.
 func tToIggy(t testing.TB, d *Decoder, records []byte, budget *DecompressBudget, baseOffset, appendTS uint64) ([]byte, []BatchInfo, error) {
@@ -261,7 +261,7 @@ func tToIggy(t testing.TB, d *Decoder, records []byte, budget *DecompressBudget,
 		b.Begin(nil)
 		return nil
 	}
-	n, err := d.MapInto(&b, records, budget, flush)
+	n, err := d.mapInto(&b, records, budget, flush)
 	if err != nil {
 		return nil, d.Batches(), err
 	}

@@ -113,7 +113,7 @@ const (
 //	if err := d.Err(); err != nil { ... ErrorCode(err) ... }
 //	infos := d.Batches()
 //
-// or let MapInto do exactly that. The zero value is ready; a Decoder
+// or let mapInto do exactly that. The zero value is ready; a Decoder
 // keeps its scratch buffers and codec readers between inputs, so pool it
 // (sync.Pool) and mapping allocates nothing per record in steady state. It
 // is not safe for concurrent use.
@@ -273,17 +273,17 @@ func (d *Decoder) Batches() []BatchInfo { return d.batches }
 // Count returns the number of messages yielded since Reset.
 func (d *Decoder) Count() int { return d.total }
 
-// MapInto decodes records (as Reset) and adds every mapped message to b,
+// mapInto decodes records (as Reset) and adds every mapped message to b,
 // which the caller has begun. When a message would make b's origin
-// timestamps span more than iggy.MaxTimestampSpan µs, MapInto calls split(b):
+// timestamps span more than iggy.MaxTimestampSpan µs, mapInto calls split(b):
 // split must finish b (keeping the batch bytes; they are to be sent before
 // the next ones, so the offsets stay one contiguous range) and Begin it
-// again, and MapInto then adds the message to the fresh batch. With a nil
-// split such a message fails with iggy.ErrTimestampSpan. MapInto returns
+// again, and mapInto then adds the message to the fresh batch. With a nil
+// split such a message fails with iggy.ErrTimestampSpan. mapInto returns
 // the number of messages added; on error the caller discards every batch
 // of the request (nothing is half-mapped on purpose). Batches reports the
 // Kafka batches afterwards.
-func (d *Decoder) MapInto(b *iggy.BatchBuilder, records []byte, budget *DecompressBudget, split func(*iggy.BatchBuilder) error) (int, error) {
+func (d *Decoder) mapInto(b *iggy.BatchBuilder, records []byte, budget *DecompressBudget, split func(*iggy.BatchBuilder) error) (int, error) {
 	d.Reset(records, budget)
 	n := 0
 	for d.Next() {

@@ -379,7 +379,7 @@ func TestRecordSplit(t *testing.T) {
 	// Without a split callback the span is an error.
 	var b iggy.BatchBuilder
 	b.Begin(nil)
-	if _, err := d.MapInto(&b, tBatch(t, recs, tBatchOpts{}), nil, nil); !errors.Is(err, iggy.ErrTimestampSpan) {
+	if _, err := d.mapInto(&b, tBatch(t, recs, tBatchOpts{}), nil, nil); !errors.Is(err, iggy.ErrTimestampSpan) {
 		t.Errorf("nil split: %v", err)
 	}
 }
@@ -667,7 +667,7 @@ func TestRecordDecoderSteadyStateAllocs(t *testing.T) {
 		buf := make([]byte, 0, 256<<10)
 		run := func() {
 			b.Begin(buf[:0])
-			if n, err := d.MapInto(&b, batch, NewDecompressBudget(1<<20), nil); err != nil || n != 100 {
+			if n, err := d.mapInto(&b, batch, NewDecompressBudget(1<<20), nil); err != nil || n != 100 {
 				t.Fatal(n, err)
 			}
 		}

@@ -4,7 +4,7 @@
 // Produce (produce.go): Decoder walks the Records bytes of one
 // Produce partition (record batches v2, or legacy message sets v0/v1),
 // checks CRCs, decompresses under a DecompressBudget shared by the whole
-// request, and yields one MappedMessage per Kafka record; MapInto adds them
+// request, and yields one MappedMessage per Kafka record; mapInto adds them
 // to an iggy.BatchBuilder and asks the caller to start a new Iggy batch when
 // the origin timestamps would span more than iggy.MaxTimestampSpan.
 //
@@ -40,9 +40,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// MappingVersion is the value of the kafka.v user header the gateway
+// mappingVersion is the value of the kafka.v user header the gateway
 // writes on every message (mapping version 1).
-const MappingVersion = 1
+const mappingVersion = 1
 
 // Header names and limits of the mapping.
 const (
@@ -84,7 +84,7 @@ const (
 )
 
 var (
-	recValV1       = []byte{MappingVersion}
+	recValV1       = []byte{mappingVersion}
 	recValEnvelope = []byte{recEnvelopeVersion}
 	recValNull     = []byte(recStrNull)
 	recValEmpty    = []byte(recStrEmpty)

@@ -18,9 +18,9 @@ type Cut struct {
 	Data []byte
 }
 
-// CutMin is the smallest record block AppendVectored leaves out of the
+// cutMin is the smallest record block AppendVectored leaves out of the
 // reply buffer: below it a copy is cheaper than one more iovec.
-const CutMin = 4 << 10
+const cutMin = 4 << 10
 
 // fetchBufPool holds the record buffers of Fetch responses.
 var fetchBufPool bytebufferpool.Pool
@@ -64,17 +64,17 @@ func (r *FetchResponse) AppendTo(dst []byte) []byte {
 }
 
 // AppendVectored encodes the response like AppendTo, except that the
-// record bytes of partitions holding at least CutMin of them (at most
+// record bytes of partitions holding at least cutMin of them (at most
 // maxCuts partitions) stay in the record buffer: the front door writes
 // them from there, which saves copying every fetched byte once more. The
 // record buffer is released by Release.
 func (r *FetchResponse) AppendVectored(dst []byte, maxCuts int) []byte {
 	r.cuts = r.cuts[:0]
-	if r.Buf == nil || maxCuts <= 0 || !PlainFetchEncoding(r.FetchResponse) {
+	if r.Buf == nil || maxCuts <= 0 || !plainFetchEncoding(r.FetchResponse) {
 		return r.AppendTo(dst)
 	}
-	return AppendFetchResponse(dst, r.FetchResponse, func(dst, b []byte) []byte {
-		if len(b) < CutMin || len(r.cuts) >= maxCuts {
+	return appendFetchResponse(dst, r.FetchResponse, func(dst, b []byte) []byte {
+		if len(b) < cutMin || len(r.cuts) >= maxCuts {
 			return append(dst, b...)
 		}
 		r.cuts = append(r.cuts, Cut{At: len(dst), Data: b})
@@ -108,12 +108,12 @@ func (r *FetchResponse) Release() {
 	}
 }
 
-// PlainFetchEncoding reports whether resp holds only what AppendFetchResponse
+// plainFetchEncoding reports whether resp holds only what appendFetchResponse
 // encodes: no aborted transactions, no tagged fields (diverging epoch,
 // current leader, snapshot id, node endpoints), no unknown tags. The
 // bridge's Fetch handler never sets any of them; anything else goes
 // through kmsg.
-func PlainFetchEncoding(resp *kmsg.FetchResponse) bool {
+func plainFetchEncoding(resp *kmsg.FetchResponse) bool {
 	if len(resp.Brokers) > 0 || resp.UnknownTags.Len() > 0 {
 		return false
 	}
@@ -135,11 +135,11 @@ func PlainFetchEncoding(resp *kmsg.FetchResponse) bool {
 	return true
 }
 
-// AppendFetchResponse encodes resp (which PlainFetchEncoding accepted)
+// appendFetchResponse encodes resp (which plainFetchEncoding accepted)
 // byte for byte as kmsg's FetchResponse.AppendTo does, except that every
 // partition's record bytes go through records(dst, b) after their length
 // prefix (which appends them, or records where they belong).
-func AppendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst, b []byte) []byte) []byte {
+func appendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst, b []byte) []byte) []byte {
 	version := resp.Version
 	flexible := version >= 12
 	arrayLen := func(dst []byte, n int) []byte {

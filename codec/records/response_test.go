@@ -55,7 +55,7 @@ func randomFetchResponse(r *rand.Rand, version int16) (*FetchResponse, []byte) {
 			case 1:
 				rp.RecordBatches = []byte{}
 			default:
-				n := r.IntN(3 * CutMin)
+				n := r.IntN(3 * cutMin)
 				start := len(buf.B)
 				for range n {
 					buf.B = append(buf.B, byte(r.UintN(256)))
@@ -86,7 +86,7 @@ func TestFetchVectoredMatchesKmsg(t *testing.T) {
 				t.Fatalf("v%d: %d cuts, limit %d", version, len(cuts), maxCuts)
 			}
 			for _, c := range cuts {
-				if len(c.Data) < CutMin {
+				if len(c.Data) < cutMin {
 					t.Fatalf("v%d: a cut of %d bytes", version, len(c.Data))
 				}
 			}
@@ -108,7 +108,7 @@ func TestFetchVectoredFallsBack(t *testing.T) {
 	fr.Topics = append(fr.Topics, kmsg.NewFetchResponseTopic())
 	p := kmsg.NewFetchResponseTopicPartition()
 	p.CurrentLeader.LeaderID = 1
-	p.RecordBatches = make([]byte, 2*CutMin)
+	p.RecordBatches = make([]byte, 2*cutMin)
 	fr.Topics[len(fr.Topics)-1].Partitions = []kmsg.FetchResponseTopicPartition{p}
 	want := fr.FetchResponse.AppendTo(nil)
 	got := fr.AppendVectored(nil, 8)
