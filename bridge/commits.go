@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
@@ -53,7 +54,17 @@ func ticketOf(rq *Request) offsets.Ticket {
 // offsetsDeleter is the committed-offsets store as DeleteGroups uses it
 // (groups.OffsetsDeleter): the store's deletes with the offsets scope's
 // error mapping.
-type offsetsDeleter struct{ *offsets.Store }
+type offsetsDeleter struct{ store *offsets.Store }
+
+// DeleteGroupOffsets deletes every committed offset of group;
+// groups.ErrNoOffsets when there was none.
+func (d offsetsDeleter) DeleteGroupOffsets(ctx context.Context, group string) error {
+	err := d.store.DeleteGroupOffsets(ctx, group)
+	if errors.Is(err, offsets.ErrNoOffsets) {
+		return groups.ErrNoOffsets
+	}
+	return err
+}
 
 // OffsetsErrorCode maps a DeleteGroupOffsets failure.
 func (offsetsDeleter) OffsetsErrorCode(err error) (int16, uint32) {

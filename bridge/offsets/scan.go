@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -114,18 +113,18 @@ func (s *Store) Scan(ctx context.Context, group string) ([]StoredTopic, Mode, er
 }
 
 // DeleteGroupOffsets deletes every committed offset of group and, in
-// external mode, its Iggy consumer groups (the groupOffsetsDeleter of
-// DeleteGroups). groups.ErrNoOffsets when there was nothing.
+// external mode, its Iggy consumer groups (what DeleteGroups deletes).
+// ErrNoOffsets when there was nothing.
 func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
 	if !ValidGroupID(group) {
-		return groups.ErrNoOffsets
+		return ErrNoOffsets
 	}
 	topics, mode, err := s.Scan(ctx, group)
 	if err != nil {
 		return err
 	}
 	if len(topics) == 0 {
-		return groups.ErrNoOffsets
+		return ErrNoOffsets
 	}
 	type job struct{ t, k int }
 	var jobs []job

@@ -140,6 +140,10 @@ const (
 // ErrModeUndecided is returned when the auto mode cannot be decided.
 var ErrModeUndecided = errors.New("bridge: offsets mode not decided yet")
 
+// ErrNoOffsets is what DeleteGroupOffsets returns when the group has no
+// committed offsets.
+var ErrNoOffsets = errors.New("offsets: group has no committed offsets")
+
 // ErrKind3Refused is returned by every offsets write once a pinned
 // external-group mode met a server that refuses consumer kind 3.
 var ErrKind3Refused = errors.New("bridge: the Iggy server refuses consumer kind 3 (ExternalGroup); set offsets.mode to auto or consumer")
