@@ -9,17 +9,17 @@ package bridge
 //   - Size: from v3 a partition's record batch larger than the topic's
 //     max.message.bytes (else topics.max_message_bytes, Kafka's
 //     message.max.bytes) is refused with MESSAGE_TOO_LARGE before it is
-//     decoded (topicheld.go; the topic's value comes from the topic-config
-//     store in Iggy, topicstore.go, read at most a second ago).
+//     decoded (topicconfig/held.go; the topic's value comes from the topic-config
+//     store in Iggy, topicconfig/store.go, read at most a second ago).
 //   - Records: every partition's Records bytes go through the record mapping
-//     v1 (records.go, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
+//     v1 (codec/records, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
 //     Iggy message. Decompression of the whole request shares ONE
 //     DecompressBudget of produceDecompressBudget bytes (Kafka's
 //     socket.request.max.bytes default, what the front door accepts as a
 //     frame), so a request never expands past what the client could have
 //     sent uncompressed. Control and transactional batches are refused with
-//     the codes of RecordsErrorCode; nothing of a refused partition is
+//     the codes of records.ErrorCode; nothing of a refused partition is
 //     written.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
 //     partition id), partitions of one request in parallel. The Iggy client
@@ -50,7 +50,7 @@ package bridge
 //     idempotence).
 //   - Every successful write wakes the fetches waiting on the partition.
 //   - LogAppendTime is -1 for CreateTime topics. A topic whose
-//     message.timestamp.type is LogAppendTime (topicheld.go) gets the
+//     message.timestamp.type is LogAppendTime (topicconfig/held.go) gets the
 //     gateway's clock: every record of the partition is written with the
 //     append time (ms) as its timestamp, in place of the producer's, and
 //     LogAppendTime answers it. LogStartOffset is -1 (not
@@ -88,6 +88,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // produceMaxVersion is the highest Produce version served (kmsg's maximum).
@@ -103,9 +104,9 @@ type producer struct {
 	b *Bridge
 }
 
-// decoderPool recycles RecordDecoders (their scratch buffers and codec
+// decoderPool recycles records.Decoders (their scratch buffers and codec
 // readers) across Produce requests.
-var decoderPool = sync.Pool{New: func() any { return new(RecordDecoder) }}
+var decoderPool = sync.Pool{New: func() any { return new(records.Decoder) }}
 
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b}
@@ -121,7 +122,7 @@ type produceSend struct {
 	ref       iggy.TopicRef
 	partition int32
 	msgs      *iggy.Messages
-	idem      *KafkaBatchInfo // the batch of an idempotent producer (v3+), else nil
+	idem      *records.BatchInfo // the batch of an idempotent producer (v3+), else nil
 }
 
 func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -155,8 +156,8 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		return p.answer(req, resp)
 	}
 
-	budget := NewDecompressBudget(produceDecompressBudget)
-	d := decoderPool.Get().(*RecordDecoder)
+	budget := records.NewDecompressBudget(produceDecompressBudget)
+	d := decoderPool.Get().(*records.Decoder)
 	var sends []produceSend
 	for i := range req.Topics {
 		rt := &resp.Topics[i]
@@ -167,7 +168,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 				rp.ErrorCode = code
 				continue
 			}
-			rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition)
+			rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition)
 			if rp.ErrorCode != 0 {
 				continue
 			}
@@ -175,7 +176,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			var msgs *iggy.Messages
 			if refused == 0 {
 				appendTS := int64(-1)
-				if b.logAppendTime(ctx, info) {
+				if b.store.LogAppendTime(ctx, info) {
 					appendTS = time.Now().UnixMilli()
 				}
 				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget, appendTS)
@@ -253,7 +254,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		}
 		name, info, err := p.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return "", nil, dataErrCode(ctx, b, rq, err, name, "produce: topic id lookup failed")
+			return "", nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -272,17 +273,17 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		info, err = b.lookupTopic(ctx, name)
 	}
 	if err != nil {
-		return name, nil, dataErrCode(ctx, b, rq, err, name, "produce: topic lookup failed")
+		return name, nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic lookup failed")
 	}
 	return name, info, 0
 }
 
 // mapRecords maps one partition's records into Iggy messages. It returns
-// nil messages (and code 0) when records hold no record at all (v0-v2), or
+// nil messages (and code 0) when raw holds no record at all (v0-v2), or
 // a Kafka error code and the reason.
-func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, budget *DecompressBudget, appendTS int64) (*iggy.Messages, int16, string) {
+func (p *producer) mapRecords(d *records.Decoder, version int16, raw []byte, budget *records.DecompressBudget, appendTS int64) (*iggy.Messages, int16, string) {
 	msgs := p.b.iggy.NewMessages()
-	d.Reset(records, budget)
+	d.Reset(raw, budget)
 	if appendTS >= 0 {
 		d.StampAppendTime(appendTS)
 	}
@@ -298,7 +299,7 @@ func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, b
 	}
 	if err := d.Err(); err != nil {
 		msgs.Release()
-		return nil, RecordsErrorCode(err), err.Error()
+		return nil, records.ErrorCode(err), err.Error()
 	}
 	if code, why := produceVersionRules(version, d.Batches()); code != 0 {
 		msgs.Release()
@@ -313,7 +314,7 @@ func (p *producer) mapRecords(d *RecordDecoder, version int16, records []byte, b
 
 // produceVersionRules applies what Kafka's ProduceRequest.validateRecords
 // requires from v3 on: exactly one batch, of magic 2, and no zstd before v7.
-func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string) {
+func produceVersionRules(version int16, batches []records.BatchInfo) (int16, string) {
 	if version < 3 {
 		return 0, ""
 	}
@@ -322,7 +323,7 @@ func produceVersionRules(version int16, batches []KafkaBatchInfo) (int16, string
 		return kerr.InvalidRecord.Code, "produce v3+ needs one record batch per partition"
 	case batches[0].Magic != 2:
 		return kerr.InvalidRecord.Code, "produce v3+ accepts record batches of magic 2 only"
-	case version < 7 && batches[0].Compression == recCodecZstd:
+	case version < 7 && batches[0].Compression == records.CodecZstd:
 		return kerr.UnsupportedCompressionType.Code, "zstd needs produce v7+"
 	case len(batches) > 1:
 		return kerr.InvalidRecord.Code, "produce v3+ accepts exactly one record batch per partition"
@@ -351,7 +352,7 @@ func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
 	s.msgs = nil // Send owns it now
 	done(base, err == nil)
 	if err != nil {
-		s.rp.ErrorCode = dataErrCode(ctx, p.b, rq, err, s.topic, "produce: send failed")
+		s.rp.ErrorCode = dataErrCode(ctx, p.b.log, rq, err, s.topic, "produce: send failed")
 		return
 	}
 	s.rp.BaseOffset = base

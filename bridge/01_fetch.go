@@ -6,7 +6,7 @@ package bridge
 //   - Each requested partition is read with single-consumer POLL_MESSAGES
 //     (kind 1, a fixed consumer id, strategy Offset at the fetch offset,
 //     never auto-commit: a fetch stores no offsets). Iggy messages become
-//     record batches v2 through KafkaBatchWriter (records_fetch.go): base
+//     record batches v2 through records.BatchWriter (codec/records): base
 //     offset = the Iggy offset of the first message, CreateTime, no
 //     compression, producer fields -1, CRC32C. Messages whose mapping
 //     marker does not parse are skipped (offset gap), counted and logged
@@ -75,7 +75,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
@@ -83,6 +82,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 const (
@@ -120,14 +120,14 @@ func (b *Bridge) fetchAPI() API {
 	f := &fetcher{b: b}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
-	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
+	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, ErrorCodes: fetchErrorCodes}
 }
 
 func init() { registerAPI((*Bridge).fetchAPI) }
 
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
-func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
+func (f *fetcher) onSkip(offset uint64, reason records.SkipReason) {
 	n := f.skipped.Add(1)
 	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
 		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
@@ -147,182 +147,7 @@ type fetchPart struct {
 	end       int
 }
 
-// fetchResponse is a FetchResponse whose record bytes live in a pooled
-// buffer, returned to the pool (and its bytes to the memory budget) by
-// AppendTo, or by Release after AppendVectored: encode it once.
-type fetchResponse struct {
-	*kmsg.FetchResponse
-	buf    *bytebufferpool.ByteBuffer
-	cuts   []Cut
-	budget *budget.Budget
-	held   int64 // budget bytes of buf, returned by Release
-}
-
-var _ VectoredResponse = (*fetchResponse)(nil)
-
-// AppendTo encodes the response, then releases the record buffer (the
-// partitions' record bytes are emptied: a second encoding carries none).
-func (r *fetchResponse) AppendTo(dst []byte) []byte {
-	dst = r.FetchResponse.AppendTo(dst)
-	r.Release()
-	return dst
-}
-
-// fetchCutMin is the smallest record block AppendVectored leaves out of
-// the reply buffer: below it a copy is cheaper than one more iovec.
-const fetchCutMin = 4 << 10
-
-// AppendVectored encodes the response like AppendTo, except that the
-// record bytes of partitions holding at least fetchCutMin of them (at most
-// maxCuts partitions) stay in the record buffer: the front door writes
-// them from there, which saves copying every fetched byte once more. The
-// record buffer is released by Release.
-func (r *fetchResponse) AppendVectored(dst []byte, maxCuts int) []byte {
-	r.cuts = r.cuts[:0]
-	if r.buf == nil || maxCuts <= 0 || !fetchPlainEncoding(r.FetchResponse) {
-		return r.AppendTo(dst)
-	}
-	dst = appendFetchResponse(dst, r.FetchResponse, func(dst, b []byte) []byte {
-		if len(b) < fetchCutMin || len(r.cuts) >= maxCuts {
-			return append(dst, b...)
-		}
-		r.cuts = append(r.cuts, Cut{At: len(dst), Data: b})
-		return dst
-	})
-	return dst
-}
-
-// Cuts returns the record blocks AppendVectored left out.
-func (r *fetchResponse) Cuts() []Cut { return r.cuts }
-
-// Release returns the record buffer to the pool (the partitions' record
-// bytes are emptied: a later encoding carries none).
-func (r *fetchResponse) Release() {
-	if r.buf == nil {
-		return
-	}
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			r.Topics[i].Partitions[j].RecordBatches = []byte{}
-		}
-	}
-	clear(r.cuts)
-	r.cuts = r.cuts[:0]
-	if cap(r.buf.B) <= fetchPoolMaxBuf {
-		fetchBufPool.Put(r.buf)
-	}
-	r.buf = nil
-	r.budget.Release(r.held)
-	r.held = 0
-}
-
-// fetchPlainEncoding reports whether resp holds only what appendFetchResponse
-// encodes: no aborted transactions, no tagged fields (diverging epoch,
-// current leader, snapshot id, node endpoints), no unknown tags. The
-// handler never sets any of them; anything else goes through kmsg.
-func fetchPlainEncoding(resp *kmsg.FetchResponse) bool {
-	if len(resp.Brokers) > 0 || resp.UnknownTags.Len() > 0 {
-		return false
-	}
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		if t.UnknownTags.Len() > 0 {
-			return false
-		}
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			if len(p.AbortedTransactions) > 0 || p.UnknownTags.Len() > 0 ||
-				p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 || p.DivergingEpoch.UnknownTags.Len() > 0 ||
-				p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 || p.CurrentLeader.UnknownTags.Len() > 0 ||
-				p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1 || p.SnapshotID.UnknownTags.Len() > 0 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// appendFetchResponse encodes resp (which fetchPlainEncoding accepted)
-// byte for byte as kmsg's FetchResponse.AppendTo does, except that every
-// partition's record bytes go through records(dst, b) after their length
-// prefix (which appends them, or records where they belong).
-func appendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst, b []byte) []byte) []byte {
-	version := resp.Version
-	flexible := version >= 12
-	arrayLen := func(dst []byte, n int) []byte {
-		if flexible {
-			return kbin.AppendCompactArrayLen(dst, n)
-		}
-		return kbin.AppendArrayLen(dst, n)
-	}
-	if version >= 1 {
-		dst = kbin.AppendInt32(dst, resp.ThrottleMillis)
-	}
-	if version >= 7 {
-		dst = kbin.AppendInt16(dst, resp.ErrorCode)
-		dst = kbin.AppendInt32(dst, resp.SessionID)
-	}
-	dst = arrayLen(dst, len(resp.Topics))
-	for i := range resp.Topics {
-		t := &resp.Topics[i]
-		switch {
-		case version >= 13:
-			dst = kbin.AppendUuid(dst, t.TopicID)
-		case flexible:
-			dst = kbin.AppendCompactString(dst, t.Topic)
-		default:
-			dst = kbin.AppendString(dst, t.Topic)
-		}
-		dst = arrayLen(dst, len(t.Partitions))
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			dst = kbin.AppendInt32(dst, p.Partition)
-			dst = kbin.AppendInt16(dst, p.ErrorCode)
-			dst = kbin.AppendInt64(dst, p.HighWatermark)
-			if version >= 4 {
-				dst = kbin.AppendInt64(dst, p.LastStableOffset)
-			}
-			if version >= 5 {
-				dst = kbin.AppendInt64(dst, p.LogStartOffset)
-			}
-			if version >= 4 {
-				isNil := p.AbortedTransactions == nil
-				if flexible {
-					dst = kbin.AppendCompactNullableArrayLen(dst, 0, isNil)
-				} else {
-					dst = kbin.AppendNullableArrayLen(dst, 0, isNil)
-				}
-			}
-			if version >= 11 {
-				dst = kbin.AppendInt32(dst, p.PreferredReadReplica)
-			}
-			b := p.RecordBatches
-			switch {
-			case b == nil && flexible:
-				dst = append(dst, 0)
-			case b == nil:
-				dst = kbin.AppendInt32(dst, -1)
-			default:
-				if flexible {
-					dst = kbin.AppendUvarint(dst, 1+uint32(len(b)))
-				} else {
-					dst = kbin.AppendInt32(dst, int32(len(b)))
-				}
-				dst = records(dst, b)
-			}
-			if flexible {
-				dst = append(dst, 0) // no tagged fields
-			}
-		}
-		if flexible {
-			dst = append(dst, 0)
-		}
-	}
-	if flexible {
-		dst = append(dst, 0)
-	}
-	return dst
-}
+var _ VectoredResponse = (*records.FetchResponse)(nil)
 
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
@@ -365,7 +190,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	}
 	minBytes := min(int(req.MinBytes), respMax)
 
-	buf := fetchBufPool.Get()
+	buf := records.NewFetchBuffer()
 	res := &fetchReserve{budget: f.b.budget, deadline: deadline}
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
@@ -379,7 +204,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
 		}
 	}
-	return &fetchResponse{FetchResponse: resp, buf: buf, budget: res.budget, held: res.held}, nil
+	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
 }
 
 // fetchMinGrant is the least budget a fetch waits for when none is free
@@ -433,6 +258,13 @@ func (r *fetchReserve) settle(used int) {
 		r.budget.Release(r.held - u)
 	}
 	r.held = int64(used)
+}
+
+// BufferReleased returns the response's bytes to the budget once its
+// record buffer is written (records.BufferOwner).
+func (r *fetchReserve) BufferReleased() {
+	r.budget.Release(r.held)
+	r.held = 0
 }
 
 // wait is the long poll: it reads every partition again when a local
@@ -551,7 +383,7 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 			case p.code == 0 && isInternalTopic(name) && info == nil:
 				p.internal = true
 			case p.code == 0:
-				p.code, p.info = checkPartition(ctx, f.b, info, p.partition)
+				p.code, p.info = checkPartition(ctx, f.b.iggy, info, p.partition)
 			}
 			parts = append(parts, p)
 		}
@@ -568,7 +400,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 		}
 		name, info, err := f.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return "", nil, dataErrCode(ctx, f.b, rq, err, name, "fetch: topic id lookup failed")
+			return "", nil, dataErrCode(ctx, f.b.log, rq, err, name, "fetch: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -583,7 +415,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 	}
 	info, err := f.b.lookupTopic(ctx, t.Topic)
 	if err != nil {
-		return "", nil, dataErrCode(ctx, f.b, rq, err, t.Topic, "fetch: topic lookup failed")
+		return "", nil, dataErrCode(ctx, f.b.log, rq, err, t.Topic, "fetch: topic lookup failed")
 	}
 	return t.Topic, info, 0
 }
@@ -690,15 +522,15 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	key := partKey{p.topic, p.partition}
 	st := f.parts.get(key)
 	ref := p.info.Ref
-	storeStart := f.b.store.logStart(ctx, p.info, p.partition)
+	storeStart := f.b.store.LogStart(ctx, p.info, p.partition)
 	if p.offset < storeStart {
-		// Below the log start offset DeleteRecords set (topicstore.go).
+		// Below the log start offset DeleteRecords set (topicconfig/store.go).
 		r.code = kerr.OffsetOutOfRange.Code
 		return dst, r
 	}
-	w := f.writers.Get().(*KafkaBatchWriter)
+	w := f.writers.Get().(*records.BatchWriter)
 	defer f.writers.Put(w)
-	w.LogAppendTime = f.b.logAppendTime(ctx, p.info)
+	w.LogAppendTime = f.b.store.LogAppendTime(ctx, p.info)
 
 	begin := len(dst)
 	next := uint64(p.offset)
@@ -713,7 +545,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		polled, err := f.poll(ctx, ref, p.partition, icodec.PollingKindOffset, next, count)
 		if err != nil {
 			if poll == 0 {
-				r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+				r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
 				return dst, r
 			}
 			break // answer what was read; the next fetch sees the failure
@@ -726,7 +558,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 				// empty answer says nothing about what is retained.
 				probed := count > 0
 				if hw, err = f.hwWhenEmpty(ctx, ref, p.partition, cur, next, probed); err != nil {
-					r.code = dataErrCode(ctx, f.b, rq, err, p.topic, "fetch: poll failed")
+					r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
 					return dst, r
 				}
 				r.cut = !probed && hw > int64(next)
@@ -734,7 +566,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 					// Messages may have landed between the server's read
 					// and its current offset (a produce racing the poll):
 					// out of range only if the log now starts above.
-					if first, ferr := firstOffset(ctx, f.b, ref, p.partition, hw); ferr == nil && first <= p.offset {
+					if first, ferr := firstOffset(ctx, f.b.iggy, ref, p.partition, hw); ferr == nil && first <= p.offset {
 						probed = false
 					}
 				}
@@ -770,9 +602,9 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		// Room for what this poll can add (Kafka batches take about the
 		// bytes of the Iggy messages they carry), in one step, rather than
 		// append's doubling past the budget's grant.
-		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+kbHeaderSize))
+		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+records.BatchHeaderSize))
 		before := len(dst)
-		var stats FetchBatchStats
+		var stats records.BatchStats
 		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.records)
 		polled.Release()
 		if stats.Batches > 0 {
@@ -797,7 +629,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		if rq.Version < 2 {
 			magic = 0
 		}
-		dst = downConvert(dst, begin, magic, limit, atLeastOne)
+		dst = records.DownConvert(dst, begin, magic, limit, atLeastOne)
 		r.records = len(dst) > begin
 	}
 	r.hw = hw
@@ -848,7 +680,7 @@ func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, 
 	if !st.at.IsZero() && time.Since(st.at) < fetchLogStartTTL && st.logStart <= min(offset, hw) {
 		return st.logStart, nil
 	}
-	ls, err := firstOffset(ctx, f.b, ref, key.partition, hw)
+	ls, err := firstOffset(ctx, f.b.iggy, ref, key.partition, hw)
 	if err != nil {
 		return 0, err
 	}
@@ -858,7 +690,7 @@ func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, 
 
 // poll runs one single-consumer poll of a partition.
 func (f *fetcher) poll(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return pollIggy(ctx, f.b, ref, partition, kind, value, count)
+	return pollIggy(ctx, f.b.iggy, ref, partition, kind, value, count)
 }
 
 // fetchPollCount is the message count of the next poll: what remaining
@@ -932,12 +764,12 @@ func (c *partCache) setAvg(k partKey, avg int) {
 	c.update(k, func(s *partState) { s.avg = avg })
 }
 
-// fetchErrorCodes walks a Fetch response (the handler's fetchResponse or
+// fetchErrorCodes walks a Fetch response (the handler's records.FetchResponse or
 // a plain one) for the metrics.
 func fetchErrorCodes(resp kmsg.Response, f func(int16)) {
 	var r *kmsg.FetchResponse
 	switch v := resp.(type) {
-	case *fetchResponse:
+	case *records.FetchResponse:
 		r = v.FetchResponse
 	case *kmsg.FetchResponse:
 		r = v

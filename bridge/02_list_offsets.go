@@ -10,7 +10,7 @@ package bridge
 //     transactions: last stable offset = high watermark).
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset, the
 //     first retained offset (a First poll of one message), or the one
-//     DeleteRecords set when higher (the topic-config store, topicstore.go,
+//     DeleteRecords set when higher (the topic-config store, topicconfig/store.go,
 //     read to its end first); the high watermark when nothing is
 //     retained. Timestamp -1. No answer below that log start: a timestamp
 //     search goes on from it, -3 is -1/-1 when every record is below it.
@@ -58,6 +58,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // listOffsetsMaxVersion is the highest ListOffsets version served (kmsg's).
@@ -89,7 +90,7 @@ type lister struct {
 
 func (b *Bridge) listOffsetsAPI() API {
 	l := &lister{b: b}
-	l.writers.New = func() any { return new(KafkaBatchWriter) }
+	l.writers.New = func() any { return new(records.BatchWriter) }
 	return API{Key: 2, Name: "ListOffsets", MinVersion: 0, MaxVersion: listOffsetsMaxVersion, Handle: l.handle, ErrorCodes: errorCodes(listOffsetsErrorCodes)}
 }
 
@@ -120,7 +121,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 		} else if !internal {
 			var err error
 			if info, err = l.b.lookupTopic(ctx, t.Topic); err != nil {
-				code = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic lookup failed")
+				code = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: topic lookup failed")
 			}
 		}
 		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
@@ -149,19 +150,19 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 				}
 				continue
 			default:
-				rp.ErrorCode, info = checkPartition(ctx, l.b, info, tp.Partition)
+				rp.ErrorCode, info = checkPartition(ctx, l.b.iggy, info, tp.Partition)
 			}
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			logStart, err := l.b.store.logStartFresh(ctx, info, tp.Partition)
+			logStart, err := l.b.store.LogStartFresh(ctx, info, tp.Partition)
 			if err != nil {
-				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: topic-config store read failed")
+				rp.ErrorCode = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: topic-config store read failed")
 				continue
 			}
 			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp, logStart)
 			if err != nil {
-				rp.ErrorCode = dataErrCode(ctx, l.b, rq, err, t.Topic, "list offsets: poll failed")
+				rp.ErrorCode = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: poll failed")
 				continue
 			}
 			if rq.Version == 0 {
@@ -186,7 +187,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
 	switch ts {
 	case listLatest:
-		p, err := pollIggy(ctx, l.b, ref, partition, icodec.PollingKindLast, 0, 1)
+		p, err := pollIggy(ctx, l.b.iggy, ref, partition, icodec.PollingKindLast, 0, 1)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -196,7 +197,7 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 		}
 		return 0, -1, nil
 	case listEarliest, listEarliestLocal:
-		off, err := firstOffset(ctx, l.b, ref, partition, -1)
+		off, err := firstOffset(ctx, l.b.iggy, ref, partition, -1)
 		return max(off, logStart), -1, err
 	case listLatestTiered, listEarliestPending:
 		return -1, -1, nil
@@ -220,12 +221,12 @@ func (l *lister) offsetFor(ctx context.Context, ref iggy.TopicRef, partition int
 // logStart (DeleteRecords) are not answered: a search that lands below it
 // goes on from it.
 func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition int32, ts, logStart int64) (int64, int64, error) {
-	w := l.writers.Get().(*KafkaBatchWriter)
+	w := l.writers.Get().(*records.BatchWriter)
 	defer l.writers.Put(w)
 	kind, value := icodec.PollingKindTimestamp, uint64(ts)*1000 // ts <= MaxInt64: no overflow
 	fallback, fallbackTS := int64(-1), int64(-1)
 	for scanned := 0; scanned < listScanMessages; {
-		p, err := pollIggy(ctx, l.b, ref, partition, kind, value, listScanPoll)
+		p, err := pollIggy(ctx, l.b.iggy, ref, partition, kind, value, listScanPoll)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -241,7 +242,7 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 		var next uint64
 		for it.Next() {
 			m := it.Message()
-			mts, reason := w.decode(&m)
+			mts, reason := w.Decode(&m)
 			if reason != 0 {
 				mts = int64(m.Timestamp / 1000)
 			}
@@ -272,7 +273,7 @@ func (l *lister) byTimestamp(ctx context.Context, ref iggy.TopicRef, partition i
 // oneMessage polls one message and returns its offset and Kafka timestamp,
 // or -1/-1 when the poll finds none.
 func (l *lister) oneMessage(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64) (int64, int64, error) {
-	p, err := pollIggy(ctx, l.b, ref, partition, kind, value, 1)
+	p, err := pollIggy(ctx, l.b.iggy, ref, partition, kind, value, 1)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -288,9 +289,9 @@ func (l *lister) oneMessage(ctx context.Context, ref iggy.TopicRef, partition in
 // kafkaTimestamp is the timestamp a consumer sees on m (the record
 // mapping's); a message the mapping skips falls back to its append time.
 func (l *lister) kafkaTimestamp(m *icodec.Message) int64 {
-	w := l.writers.Get().(*KafkaBatchWriter)
+	w := l.writers.Get().(*records.BatchWriter)
 	defer l.writers.Put(w)
-	ts, reason := w.decode(m)
+	ts, reason := w.Decode(m)
 	if reason != 0 {
 		return int64(m.Timestamp / 1000)
 	}

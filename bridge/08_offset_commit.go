@@ -2,7 +2,7 @@ package bridge
 
 // OffsetCommit: v0-v10
 //
-// Behavior (KAFKA-ON-IGGY §6; the store is offsets.go):
+// Behavior (KAFKA-ON-IGGY §6; the store is bridge/offsets):
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24) for every
 //     partition, with no Iggy call.
 //   - Group checks as on a broker, by the group coordinator
@@ -20,9 +20,9 @@ package bridge
 //   - Each partition's offset is stored in Iggy (external-group: verbatim
 //     under kind 3; consumer: offset - 1 under kind 1 kafka.cg.<group>,
 //     and a commit of 0 as the zero marker kafka.cz.<group> at Iggy
-//     offset 0, the main key deleted; see offsets.go); a negative offset
+//     offset 0, the main key deleted; see bridge/offsets); a negative offset
 //     deletes the key (consumer: the marker and the main key). Partitions
-//     are written in parallel, each key in order (offsets.go). Metadata,
+//     are written in parallel, each key in order (bridge/offsets). Metadata,
 //     leader epoch (v6+), the v1 timestamp and the v2-v4 retention time
 //     are not stored.
 //   - Failures map through kafkaCode with the offsets scope: retriable and
@@ -56,6 +56,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 // offsetCommitter serves OffsetCommit.
@@ -111,7 +112,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 				rp.ErrorCode = code
 				continue
 			}
-			if rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition); rp.ErrorCode != 0 {
+			if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode != 0 {
 				rp.ErrorCode = offsetsScoped(rp.ErrorCode)
 				continue
 			}
@@ -121,7 +122,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 
 	// Ready each topic that gets a store once (mode, Iggy group), then
 	// write every partition.
-	modes := make([]offsetMode, len(req.Topics))
+	modes := make([]offsets.Mode, len(req.Topics))
 	perrs := make([]error, len(req.Topics))
 	var ready []int
 	for k := range writes {
@@ -129,24 +130,24 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 			ready = append(ready, w.t)
 		}
 	}
-	parallel(len(ready), offsetsParallel, func(k int) {
+	offsets.Parallel(len(ready), offsets.MaxParallel, func(k int) {
 		i := ready[k]
 		for _, w := range writes {
 			if w.t == i {
-				modes[i], perrs[i] = b.offsets.prepare(ctx, req.Group, w.ref)
+				modes[i], perrs[i] = b.offsets.Prepare(ctx, req.Group, w.ref)
 				return
 			}
 		}
 	})
 	tk := ticketOf(rq)
-	parallel(len(writes), offsetsParallel, func(k int) {
+	offsets.Parallel(len(writes), offsets.MaxParallel, func(k int) {
 		w := &writes[k]
 		err := perrs[w.t]
 		if err == nil || w.offset < 0 {
-			err = b.offsets.commit(ctx, modes[w.t], req.Group, w.ref, w.rp.Partition, w.offset, tk)
+			err = b.offsets.Commit(ctx, modes[w.t], req.Group, w.ref, w.rp.Partition, w.offset, tk)
 		}
 		if err != nil {
-			w.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, w.topic, "offset commit: write failed")
+			w.rp.ErrorCode = offsetErrCode(ctx, b.log, rq, err, req.Group, w.topic, "offset commit: write failed")
 		}
 	})
 	return resp, nil
@@ -154,7 +155,7 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 
 // checkGroup applies the group-id rule and the coordinator's checks.
 func (c *offsetCommitter) checkGroup(ctx context.Context, rq *Request, req *kmsg.OffsetCommitRequest) int16 {
-	if !validGroupID(req.Group) {
+	if !offsets.ValidGroupID(req.Group) {
 		return kerr.InvalidGroupID.Code
 	}
 	code, known := c.b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
@@ -171,7 +172,7 @@ func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.Offs
 	if rq.Version >= 10 {
 		name, info, err := c.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
-			return name, nil, offsetErrCode(ctx, b, rq, err, "", name, "offset commit: topic id lookup failed")
+			return name, nil, offsetErrCode(ctx, b.log, rq, err, "", name, "offset commit: topic id lookup failed")
 		}
 		if info == nil {
 			return "", nil, kerr.UnknownTopicID.Code
@@ -183,7 +184,7 @@ func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.Offs
 	}
 	info, err := b.lookupTopic(ctx, t.Topic)
 	if err != nil {
-		return t.Topic, nil, offsetErrCode(ctx, b, rq, err, "", t.Topic, "offset commit: topic lookup failed")
+		return t.Topic, nil, offsetErrCode(ctx, b.log, rq, err, "", t.Topic, "offset commit: topic lookup failed")
 	}
 	return t.Topic, info, 0
 }

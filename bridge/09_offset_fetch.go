@@ -2,14 +2,14 @@ package bridge
 
 // OffsetFetch: v0-v10
 //
-// Behavior (KAFKA-ON-IGGY §6; the store is offsets.go):
+// Behavior (KAFKA-ON-IGGY §6; the store is bridge/offsets):
 //   - Each requested partition answers the group's committed offset, or -1
 //     when none is stored, when the topic or partition does not exist, or
 //     the group is unknown (no error in these cases, as on a broker).
 //     Metadata is always "" and the leader epoch -1: neither is stored.
 //   - Consumer mode: the main key kafka.cg.<group> (offset - 1) is read
 //     first; only when it is absent the zero marker kafka.cz.<group>,
-//     which answers 0 (a commit of 0; offsets.go). A partition never
+//     which answers 0 (a commit of 0; bridge/offsets). A partition never
 //     committed therefore costs two GET_CONSUMER_OFFSET, a committed one
 //     one. A commit of 0 on a partition that never had a message reads
 //     back as -1 (Iggy refuses offset 0 there; the consumer lands on the
@@ -46,6 +46,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 // noMetadata is the metadata every fetched offset carries (shared,
@@ -95,7 +96,7 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if rq.Version >= 8 {
 		resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
-		parallel(len(req.Groups), offsetFetchGroupsParallel, func(i int) {
+		offsets.Parallel(len(req.Groups), offsetFetchGroupsParallel, func(i int) {
 			g := &req.Groups[i]
 			wants := make([]fetchWant, len(g.Topics))
 			for k := range g.Topics {
@@ -152,22 +153,22 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 // error code (0, INVALID_GROUP_ID, or the code of a failed read).
 func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group string, wants []fetchWant, all bool) (topics []fetchedTopic, code int16) {
 	b := f.b
-	if !validGroupID(group) {
+	if !offsets.ValidGroupID(group) {
 		return skeleton(wants, kerr.InvalidGroupID.Code), kerr.InvalidGroupID.Code
 	}
 	if all {
-		stored, _, err := b.offsets.scan(ctx, group)
+		stored, _, err := b.offsets.Scan(ctx, group)
 		if err != nil {
 			return nil, f.readFailed(ctx, rq, err, group, "", "offset fetch: listing the group's offsets failed")
 		}
 		for i := range stored {
 			st := &stored[i]
-			if len(st.partitions) == 0 {
+			if len(st.Partitions) == 0 {
 				continue
 			}
-			ft := fetchedTopic{name: st.name, id: topicID(st.info), parts: make([]fetchedPart, len(st.partitions))}
-			for j, p := range st.partitions {
-				ft.parts[j] = fetchedPart{partition: p.partition, offset: p.offset}
+			ft := fetchedTopic{name: st.Name, id: topicID(st.Info), parts: make([]fetchedPart, len(st.Partitions))}
+			for j, p := range st.Partitions {
+				ft.parts[j] = fetchedPart{partition: p.Partition, offset: p.Offset}
 			}
 			topics = append(topics, ft)
 		}
@@ -196,7 +197,7 @@ func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group strin
 				continue // unknown topic: -1, no error
 			}
 			var pcode int16
-			pcode, info = checkPartition(ctx, b, info, fp.partition)
+			pcode, info = checkPartition(ctx, b.iggy, info, fp.partition)
 			switch pcode {
 			case 0:
 				reads = append(reads, read{t: i, p: j, ref: info.Ref})
@@ -207,17 +208,17 @@ func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group strin
 		}
 	}
 	if len(reads) > 0 {
-		mode, err := b.offsets.resolveMode(ctx, reads[0].ref)
+		mode, err := b.offsets.ResolveMode(ctx, reads[0].ref)
 		if err != nil {
 			c := f.readFailed(ctx, rq, err, group, reads[0].ref.Topic, "offset fetch: offsets mode undecided")
 			for _, r := range reads {
 				topics[r.t].parts[r.p].code = c
 			}
 		} else {
-			parallel(len(reads), offsetsParallel, func(k int) {
+			offsets.Parallel(len(reads), offsets.MaxParallel, func(k int) {
 				r := reads[k]
 				fp := &topics[r.t].parts[r.p]
-				off, err := b.offsets.read(ctx, mode, group, r.ref, fp.partition)
+				off, err := b.offsets.Read(ctx, mode, group, r.ref, fp.partition)
 				if err != nil {
 					fp.code = f.readFailed(ctx, rq, err, group, topics[r.t].name, "offset fetch: read failed")
 					return
@@ -286,7 +287,7 @@ func readScoped(code int16) int16 {
 
 // readFailed logs a failed read and returns its code (offsetReadCode).
 func (f *offsetFetcher) readFailed(ctx context.Context, rq *Request, err error, group, topic, msg string) int16 {
-	code := offsetReadCode(err)
+	code := offsets.ReadCode(err)
 	ev := f.b.log.Debug()
 	if ctx.Err() == nil {
 		ev = f.b.log.Warn()

@@ -13,7 +13,7 @@ package bridge
 //     with protocol type "" and no members, as Kafka describes a group it
 //     knows from its offsets alone; so kafka-consumer-groups --describe
 //     shows its offsets and lag. Finding them is the OffsetFetch scan of
-//     every topic (offsets.go); when Iggy cannot answer the group gets
+//     every topic (bridge/offsets); when Iggy cannot answer the group gets
 //     COORDINATOR_LOAD_IN_PROGRESS. A group with neither is state "Dead"
 //     with no members (error 0), or GROUP_ID_NOT_FOUND with a message from
 //     v6 on.
@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 func (b *Bridge) describeGroupsAPI() API {
@@ -58,8 +59,8 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 			rg.ErrorCode = ccode
 			continue
 		}
-		if !ok && validGroupID(id) {
-			switch stored, _, err := b.offsets.scan(ctx, id); {
+		if !ok && offsets.ValidGroupID(id) {
+			switch stored, _, err := b.offsets.Scan(ctx, id); {
 			case err != nil:
 				b.log.Warn().Err(err).Str("group_id", id).Uint32("iggy_code", iggyCode(err)).Msg("describe groups: reading committed offsets failed")
 				rg.ErrorCode = kerr.CoordinatorLoadInProgress.Code

@@ -20,11 +20,11 @@ package bridge
 //     above 1 are INVALID_REPLICATION_FACTOR; NumPartitions -1 means
 //     topics.default_partitions, 0 or below -1 is INVALID_PARTITIONS, and
 //     more than Iggy's 1000 partitions per request is INVALID_PARTITIONS.
-//   - Configs map to Iggy topic options (topicconfig.go) over the gateway's
+//   - Configs map to Iggy topic options (topicconfig/catalog.go) over the gateway's
 //     topics.default_options; configs Iggy has no option for
 //     (cleanup.policy, message.timestamp.type, max.message.bytes,
-//     min.insync.replicas, ...: topicheld.go) are checked with Kafka's
-//     rules and written to the topic-config store in Iggy (topicstore.go)
+//     min.insync.replicas, ...: topicconfig/held.go) are checked with Kafka's
+//     rules and written to the topic-config store in Iggy (topicconfig/store.go)
 //     once the topic exists; unknown keys, values out of range and
 //     retention.bytes × partitions below segment.bytes are INVALID_CONFIG
 //     naming the key. A config named twice: the last wins.
@@ -63,6 +63,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -124,20 +125,20 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	} else if other != "" {
 		return createTopicError(name, kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", name, other))
 	}
-	configs := make([]kafkaConfigValue, 0, len(rt.Configs))
+	configs := make([]topicconfig.Value, 0, len(rt.Configs))
 	for _, c := range rt.Configs {
 		if c.Value == nil {
 			return createTopicError(name, kerr.InvalidConfig.Code, "Null value not supported for topic configs: "+c.Name)
 		}
-		configs = append(configs, kafkaConfigValue{name: c.Name, value: c.Value})
+		configs = append(configs, topicconfig.Value{Name: c.Name, Value: c.Value})
 	}
 	partitions, e := b.createLayout(rt)
 	if e != nil {
-		return createTopicError(name, e.code, e.msg)
+		return createTopicError(name, e.Code, e.Msg)
 	}
-	opts, set, e := createOptions(b.topics.opts, configs, uint32(partitions))
+	opts, set, e := topicconfig.CreateOptions(b.topics.opts, configs, uint32(partitions))
 	if e != nil {
-		return createTopicError(name, e.code, e.msg)
+		return createTopicError(name, e.Code, e.Msg)
 	}
 
 	st := kmsg.NewCreateTopicsResponseTopic()
@@ -154,8 +155,8 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return iggyFail(err)
 	}
 	cc.created(name)
-	if held := storedConfigs(set); len(held) > 0 {
-		if err := b.store.putConfigs(ctx, info, set); err != nil {
+	if held := topicconfig.StoredConfigs(set); len(held) > 0 {
+		if err := b.store.PutConfigs(ctx, info, set); err != nil {
 			b.log.Warn().Err(err).Str("topic", name).Msg("create topics: topic created, its configs not stored")
 			code, _ := b.adminError(name, "create topics", err)
 			return createTopicError(name, code, "Topic '"+name+"' was created, but its configs could not be stored in Iggy: "+err.Error())
@@ -163,7 +164,7 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	}
 	b.log.Info().Str("topic", name).Str("iggy_stream", ref.Stream).Int32("partitions", partitions).Msg("created topic")
 	st.TopicID = topicID(info)
-	created, err := b.topicSettings(ctx, info)
+	created, err := b.store.Settings(ctx, info)
 	if err != nil {
 		created = set
 	}
@@ -172,36 +173,36 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 }
 
 // fillCreated sets the v5+ fields of a created (or validated) topic.
-func fillCreated(st *kmsg.CreateTopicsResponseTopic, set optionSet, partitions uint32, bd brokerDefaults) {
+func fillCreated(st *kmsg.CreateTopicsResponseTopic, set topicconfig.Set, partitions uint32, bd topicconfig.BrokerDefaults) {
 	st.NumPartitions = int32(partitions)
 	st.ReplicationFactor = 1
-	for _, e := range topicEntries(set, partitions, bd, false) {
+	for _, e := range topicconfig.TopicEntries(set, partitions, bd, false) {
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name = e.name
-		v := e.value
+		c.Name = e.Name
+		v := e.Value
 		c.Value = &v
-		c.ReadOnly = e.readOnly
-		c.Source = int8(e.source)
+		c.ReadOnly = e.ReadOnly
+		c.Source = int8(e.Source)
 		st.Configs = append(st.Configs, c)
 	}
 }
 
 // createLayout checks NumPartitions, ReplicationFactor and the replica
 // assignment as a one-broker Kafka does and returns the partition count.
-func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *configError) {
+func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *topicconfig.Error) {
 	self := b.self().NodeID
 	var partitions int32
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.ReplicationFactor != -1 {
-			return 0, &configError{kerr.InvalidRequest.Code, "A manual partition assignment was specified, but replication factor was not set to -1."}
+			return 0, &topicconfig.Error{Code: kerr.InvalidRequest.Code, Msg: "A manual partition assignment was specified, but replication factor was not set to -1."}
 		}
 		if rt.NumPartitions != -1 {
-			return 0, &configError{kerr.InvalidRequest.Code, "A manual partition assignment was specified, but numPartitions was not set to -1."}
+			return 0, &topicconfig.Error{Code: kerr.InvalidRequest.Code, Msg: "A manual partition assignment was specified, but numPartitions was not set to -1."}
 		}
 		seen := make(map[int32]bool, len(rt.ReplicaAssignment))
 		for _, a := range rt.ReplicaAssignment {
 			if seen[a.Partition] {
-				return 0, &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)}
+				return 0, &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)}
 			}
 			seen[a.Partition] = true
 			if e := checkReplicas(a.Replicas, self); e != nil {
@@ -210,21 +211,21 @@ func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *config
 		}
 		for p := range int32(len(rt.ReplicaAssignment)) {
 			if !seen[p] {
-				return 0, &configError{kerr.InvalidReplicaAssignment.Code, "partitions should be a consecutive 0-based integer sequence"}
+				return 0, &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: "partitions should be a consecutive 0-based integer sequence"}
 			}
 		}
 		partitions = int32(len(rt.ReplicaAssignment))
 	} else {
 		switch rf := rt.ReplicationFactor; {
 		case rf < -1 || rf == 0:
-			return 0, &configError{kerr.InvalidReplicationFactor.Code, "Replication factor must be larger than 0, or -1 to use the default value."}
+			return 0, &topicconfig.Error{Code: kerr.InvalidReplicationFactor.Code, Msg: "Replication factor must be larger than 0, or -1 to use the default value."}
 		case rf > 1:
-			return 0, &configError{kerr.InvalidReplicationFactor.Code, fmt.Sprintf(
+			return 0, &topicconfig.Error{Code: kerr.InvalidReplicationFactor.Code, Msg: fmt.Sprintf(
 				"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf)}
 		}
 		switch n := rt.NumPartitions; {
 		case n < -1 || n == 0:
-			return 0, &configError{kerr.InvalidPartitions.Code, "Number of partitions was set to an invalid non-positive value."}
+			return 0, &topicconfig.Error{Code: kerr.InvalidPartitions.Code, Msg: "Number of partitions was set to an invalid non-positive value."}
 		case n == -1:
 			partitions = b.cfg.Topics.DefaultPartitions
 		default:
@@ -232,7 +233,7 @@ func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *config
 		}
 	}
 	if partitions > icodec.LimitMaxPartitionsPerRequest {
-		return 0, &configError{kerr.InvalidPartitions.Code, fmt.Sprintf(
+		return 0, &topicconfig.Error{Code: kerr.InvalidPartitions.Code, Msg: fmt.Sprintf(
 			"Number of partitions %d is above Iggy's limit of %d per topic creation.", partitions, icodec.LimitMaxPartitionsPerRequest)}
 	}
 	return partitions, nil

@@ -7,7 +7,7 @@ package bridge
 //     the high watermark), as Kafka does for kafka-delete-records and for
 //     Kafka Streams' purge of consumed repartition records. The offset is
 //     durable and shared by every sidecar of the Iggy server: a log_start
-//     record in the topic-config store (topicstore.go), the highest offset
+//     record in the topic-config store (topicconfig/store.go), the highest offset
 //     per partition winning. ListOffsets earliest, Fetch (its log start
 //     offset, and OFFSET_OUT_OF_RANGE below it) and this API honour it.
 //   - Iggy storage: Iggy cannot drop part of a segment, and its segments'
@@ -108,29 +108,29 @@ func (b *Bridge) deleteTopicRecords(ctx context.Context, rq *Request, rt *kmsg.D
 	}
 	info, err := b.lookupTopic(ctx, rt.Topic)
 	if err != nil {
-		return fail(dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: topic lookup failed"))
+		return fail(dataErrCode(ctx, b.log, rq, err, rt.Topic, "delete records: topic lookup failed"))
 	}
 
 	// Where each partition's log start goes; raised only where it moves.
 	raise := map[int32]int64{}
 	for j, p := range rt.Partitions {
 		sp := &st.Partitions[j]
-		if sp.ErrorCode, info = checkPartition(ctx, b, info, p.Partition); sp.ErrorCode != 0 {
+		if sp.ErrorCode, info = checkPartition(ctx, b.iggy, info, p.Partition); sp.ErrorCode != 0 {
 			continue
 		}
 		hw, err := highWatermark(ctx, b, info.Ref, p.Partition)
 		if err != nil {
-			sp.ErrorCode = dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: poll failed")
+			sp.ErrorCode = dataErrCode(ctx, b.log, rq, err, rt.Topic, "delete records: poll failed")
 			continue
 		}
-		stored, err := b.store.logStartFresh(ctx, info, p.Partition)
+		stored, err := b.store.LogStartFresh(ctx, info, p.Partition)
 		if err != nil {
-			sp.ErrorCode = dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: topic-config store read failed")
+			sp.ErrorCode = dataErrCode(ctx, b.log, rq, err, rt.Topic, "delete records: topic-config store read failed")
 			continue
 		}
-		first, err := firstOffset(ctx, b, info.Ref, p.Partition, hw)
+		first, err := firstOffset(ctx, b.iggy, info.Ref, p.Partition, hw)
 		if err != nil {
-			sp.ErrorCode = dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: poll failed")
+			sp.ErrorCode = dataErrCode(ctx, b.log, rq, err, rt.Topic, "delete records: poll failed")
 			continue
 		}
 		cur := max(stored, first)
@@ -151,8 +151,8 @@ func (b *Bridge) deleteTopicRecords(ctx context.Context, rq *Request, rt *kmsg.D
 	if len(raise) == 0 {
 		return st
 	}
-	if err := b.store.putLogStart(ctx, info, raise); err != nil {
-		code := dataErrCode(ctx, b, rq, err, rt.Topic, "delete records: topic-config store write failed")
+	if err := b.store.PutLogStart(ctx, info, raise); err != nil {
+		code := dataErrCode(ctx, b.log, rq, err, rt.Topic, "delete records: topic-config store write failed")
 		for j := range st.Partitions {
 			if sp := &st.Partitions[j]; sp.ErrorCode == 0 && sp.LowWatermark >= 0 {
 				if _, ok := raise[sp.Partition]; ok {
@@ -172,7 +172,7 @@ func (b *Bridge) deleteTopicRecords(ctx context.Context, rq *Request, rt *kmsg.D
 // highWatermark is the offset after a partition's last message (0 when
 // empty).
 func highWatermark(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32) (int64, error) {
-	p, err := pollIggy(ctx, b, ref, partition, icodec.PollingKindLast, 0, 1)
+	p, err := pollIggy(ctx, b.iggy, ref, partition, icodec.PollingKindLast, 0, 1)
 	if err != nil {
 		return 0, err
 	}

@@ -112,7 +112,7 @@ func TestDeleteRecords(t *testing.T) {
 		return resp.Topics[0].Partitions[0]
 	}
 	// (through b, which served the DeleteRecords: another sidecar's Fetch
-	// follows within a second, topicstore.go)
+	// follows within a second, topicconfig/store.go)
 	if fp := fetch(100); fp.ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Errorf("fetch 100: error %d", fp.ErrorCode)
 	}

@@ -6,8 +6,8 @@ package bridge
 //   - TOPIC resources: every Kafka config that maps to an Iggy topic option,
 //     and every config the gateway holds in its topic-config store in Iggy
 //     (cleanup.policy, message.timestamp.type, max.message.bytes,
-//     min.insync.replicas, ...: topicheld.go, topicstore.go, read to its end
-//     first), sorted by name (topicconfig.go).
+//     min.insync.replicas, ...: topicconfig/held.go, topicconfig/store.go, read to its end
+//     first), sorted by name (topicconfig/catalog.go).
 //     Source is DYNAMIC_TOPIC_CONFIG for an option the topic's creator or an
 //     alter set, STATIC_BROKER_CONFIG for one holding the gateway's default
 //     (topics.default_options, the gateway's "broker config"), DEFAULT_CONFIG
@@ -51,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 )
 
 func (b *Bridge) describeConfigsAPI() API {
@@ -79,7 +80,7 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 			want[n] = true
 		}
 		for _, e := range entries {
-			if len(want) > 0 && !want[e.name] {
+			if len(want) > 0 && !want[e.Name] {
 				continue
 			}
 			r.Configs = append(r.Configs, describeEntry(e))
@@ -90,22 +91,22 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 }
 
 // describeEntry converts a configEntry to the wire shape.
-func describeEntry(e configEntry) kmsg.DescribeConfigsResponseResourceConfig {
+func describeEntry(e topicconfig.Entry) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
-	c.Name = e.name
-	v := e.value
+	c.Name = e.Name
+	v := e.Value
 	c.Value = &v
-	c.ReadOnly = e.readOnly
-	c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
-	c.Source = e.source
+	c.ReadOnly = e.ReadOnly
+	c.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
+	c.Source = e.Source
 	c.IsSensitive = false
-	c.ConfigType = e.typ
-	for _, s := range e.synonyms {
+	c.ConfigType = e.Type
+	for _, s := range e.Synonyms {
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		syn.Name = s.name
-		sv := s.value
+		syn.Name = s.Name
+		sv := s.Value
 		syn.Value = &sv
-		syn.Source = s.source
+		syn.Source = s.Source
 		c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 	}
 	return c
@@ -113,7 +114,7 @@ func describeEntry(e configEntry) kmsg.DescribeConfigsResponseResourceConfig {
 
 // describeResource lists the configs of one resource, or the Kafka error
 // code and message that answers it.
-func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, synonyms bool) ([]configEntry, int16, string) {
+func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, synonyms bool) ([]topicconfig.Entry, int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		if msg := topicNameProblem(name); msg != "" {
@@ -127,12 +128,12 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 			code, msg := b.adminError(name, "describe configs", err)
 			return nil, code, msg
 		}
-		set, err := b.topicSettings(ctx, info)
+		set, err := b.store.Settings(ctx, info)
 		if err != nil {
 			code, msg := b.adminError(name, "describe configs", err)
 			return nil, code, msg
 		}
-		return topicEntries(set, info.PartitionsCount, b.brokerDefaults(), synonyms), 0, ""
+		return topicconfig.TopicEntries(set, info.PartitionsCount, b.brokerDefaults(), synonyms), 0, ""
 	case kmsg.ConfigResourceTypeBroker:
 		if name == "" {
 			return nil, 0, ""
@@ -141,7 +142,7 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 			return nil, code, msg
 		}
 		self := b.self()
-		return brokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
+		return topicconfig.BrokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
 }

@@ -11,15 +11,15 @@ package bridge
 //     Iggy's default. Iggy's UPDATE_TOPIC patches only the keys it is sent,
 //     so the gateway sends every updatable option (compression_algorithm,
 //     message_expiry, max_topic_size), with a default marker for those going
-//     back to Iggy's default (see topicconfig.go).
+//     back to Iggy's default (see topicconfig/catalog.go).
 //   - Only retention.ms, retention.bytes and compression.type can change.
 //     segment.bytes and flush.messages are fixed at creation: naming one with
 //     its current value is accepted (read-modify-write tools resend them),
 //     another value is INVALID_CONFIG naming the key; one the request leaves
 //     out keeps its value (Iggy cannot reset it). Configs Iggy has no
 //     option for (cleanup.policy, message.timestamp.type, max.message.bytes,
-//     ...: topicheld.go) are changed in the topic-config store in Iggy
-//     (topicstore.go), one record per alter that changes them. Unknown keys, bad values and retention.bytes ×
+//     ...: topicconfig/held.go) are changed in the topic-config store in Iggy
+//     (topicconfig/store.go), one record per alter that changes them. Unknown keys, bad values and retention.bytes ×
 //     partitions below segment.bytes are INVALID_CONFIG naming the key; a
 //     null value or a key named twice is INVALID_REQUEST.
 //   - A resource named twice in one request: INVALID_REQUEST "Each resource

@@ -31,13 +31,12 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/bits"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -104,7 +103,7 @@ func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitions
 		self := b.self().NodeID
 		for _, a := range rt.Assignment {
 			if e := checkReplicas(a.Replicas, self); e != nil {
-				return e.code, e.msg
+				return e.Code, e.Msg
 			}
 		}
 	}
@@ -129,25 +128,12 @@ func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitions
 // topic grows from info.PartitionsCount to partitions partitions: an
 // explicitly set max_topic_size (per topic) is scaled by the same factor.
 func (b *Bridge) rescaleTopicSize(ctx context.Context, ref iggy.TopicRef, info *iggy.TopicInfo, partitions uint32) {
-	set := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
-	old := set.vals[optMaxTopicSize]
-	if !set.explicit[optMaxTopicSize] || old == math.MaxUint64 || info.PartitionsCount == 0 {
-		return
-	}
-	spec, ok := icodec.LookupOption(icodec.TopicOptions, optMaxTopicSize)
+	opt, next, ok := topicconfig.ScaledTopicSize(info.Details.ExplicitOptions, info.Details.DerivedOptions, info.PartitionsCount, partitions)
 	if !ok {
 		return
 	}
-	hi, lo := bits.Mul64(old/uint64(info.PartitionsCount), uint64(partitions))
-	next := lo
-	if hi != 0 || lo == math.MaxUint64 {
-		next = math.MaxUint64
-	}
-	if next <= old {
-		return
-	}
 	req := &icodec.UpdateTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: ref.Topic,
-		Options: icodec.Options{encodeOption(spec, next)}}
+		Options: icodec.Options{opt}}
 	err := b.iggy.Do(ctx, req, nil)
 	b.iggy.InvalidateTopic(ref)
 	if err != nil {

@@ -19,7 +19,7 @@ package bridge
 // (KIP-1043).
 //
 // Iggy commands: none of its own; the offsets code's DeleteGroupOffsets
-// (offsets.go) scans the group's topics (GET_TOPICS 301, GET_TOPIC 300,
+// (bridge/offsets) scans the group's topics (GET_TOPICS 301, GET_TOPIC 300,
 // GET_CONSUMER_OFFSET 120, GET_CONSUMER_GROUP 600), deletes each offset
 // (DELETE_CONSUMER_OFFSET 122; in consumer mode the zero marker
 // kafka.cz.<group> and the main key) and, in external-group mode, the

@@ -7,7 +7,7 @@ package bridge
 //     the options named (Iggy's UPDATE_TOPIC patches): SET sets a value,
 //     DELETE puts the config back to its default (the gateway's default
 //     option when topics.default_options sets one, else Iggy's default
-//     through a default marker, see topicconfig.go), APPEND and SUBTRACT work
+//     through a default marker, see topicconfig/catalog.go), APPEND and SUBTRACT work
 //     on LIST configs only
 //     (cleanup.policy, the throttled-replica lists) and are INVALID_CONFIG
 //     elsewhere ("Can't APPEND to key

@@ -2,7 +2,7 @@ package bridge
 
 // OffsetDelete: v0
 //
-// Behavior (KIP-496; the store is offsets.go):
+// Behavior (KIP-496; the store is bridge/offsets):
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24).
 //   - The group coordinator decides whether the group's offsets may be
 //     deleted (offsetDeleteCheck): a group with members that is not a
@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
 func (b *Bridge) offsetDeleteAPI() API {
@@ -49,7 +50,7 @@ type offsetDeletion struct {
 func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if !validGroupID(req.Group) {
+	if !offsets.ValidGroupID(req.Group) {
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp, nil
 	}
@@ -79,7 +80,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 		default:
 			var err error
 			if info, err = b.lookupTopic(ctx, t.Topic); err != nil {
-				tcode = offsetErrCode(ctx, b, rq, err, req.Group, t.Topic, "offset delete: topic lookup failed")
+				tcode = offsetErrCode(ctx, b.log, rq, err, req.Group, t.Topic, "offset delete: topic lookup failed")
 			}
 		}
 		for j := range t.Partitions {
@@ -90,7 +91,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 				rp.ErrorCode = tcode
 				continue
 			}
-			if rp.ErrorCode, info = checkPartition(ctx, b, info, rp.Partition); rp.ErrorCode != 0 {
+			if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode != 0 {
 				rp.ErrorCode = offsetsScoped(rp.ErrorCode)
 				continue
 			}
@@ -102,7 +103,7 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 		found, err := b.anyOffset(ctx, req.Group, dels)
 		switch {
 		case err != nil:
-			resp.ErrorCode = offsetReadCode(err)
+			resp.ErrorCode = offsets.ReadCode(err)
 			resp.Topics = nil
 			return resp, nil
 		case !found:
@@ -113,10 +114,10 @@ func (b *Bridge) handleOffsetDelete(ctx context.Context, rq *Request) (kmsg.Resp
 	}
 
 	tk := ticketOf(rq)
-	parallel(len(dels), offsetsParallel, func(k int) {
+	offsets.Parallel(len(dels), offsets.MaxParallel, func(k int) {
 		d := &dels[k]
-		if err := b.offsets.remove(ctx, req.Group, d.ref, d.rp.Partition, tk); err != nil {
-			d.rp.ErrorCode = offsetErrCode(ctx, b, rq, err, req.Group, d.topic, "offset delete: delete failed")
+		if err := b.offsets.Remove(ctx, req.Group, d.ref, d.rp.Partition, tk); err != nil {
+			d.rp.ErrorCode = offsetErrCode(ctx, b.log, rq, err, req.Group, d.topic, "offset delete: delete failed")
 		}
 	})
 	return resp, nil
@@ -128,14 +129,14 @@ func (b *Bridge) anyOffset(ctx context.Context, group string, dels []offsetDelet
 	if len(dels) == 0 {
 		return false, nil
 	}
-	mode, err := b.offsets.resolveMode(ctx, dels[0].ref)
+	mode, err := b.offsets.ResolveMode(ctx, dels[0].ref)
 	if err != nil {
 		return false, err
 	}
 	found := make([]bool, len(dels))
 	errs := make([]error, len(dels))
-	parallel(len(dels), offsetsParallel, func(k int) {
-		off, err := b.offsets.read(ctx, mode, group, dels[k].ref, dels[k].rp.Partition)
+	offsets.Parallel(len(dels), offsets.MaxParallel, func(k int) {
+		off, err := b.offsets.Read(ctx, mode, group, dels[k].ref, dels[k].rp.Partition)
 		found[k], errs[k] = off >= 0, err
 	})
 	for k := range dels {

@@ -15,22 +15,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // checkReplicas checks one manual replica list against a one-broker
 // cluster: non-empty, each broker registered (only self is) and listed once.
-func checkReplicas(replicas []int32, self int32) *configError {
+func checkReplicas(replicas []int32, self int32) *topicconfig.Error {
 	if len(replicas) == 0 {
-		return &configError{kerr.InvalidReplicaAssignment.Code, "The manual partition assignment includes an empty replica list."}
+		return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: "The manual partition assignment includes an empty replica list."}
 	}
 	for i, r := range replicas {
 		if r != self {
-			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+			return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf(
 				"The manual partition assignment includes broker %d, but no such broker is registered.", r)}
 		}
 		if i > 0 {
-			return &configError{kerr.InvalidReplicaAssignment.Code, fmt.Sprintf(
+			return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf(
 				"The manual partition assignment includes the broker %d more than once.", r)}
 		}
 	}
@@ -67,9 +68,9 @@ func topicNameProblem(name string) string {
 }
 
 // brokerDefaults are the defaults topics the gateway creates get.
-func (b *Bridge) brokerDefaults() brokerDefaults {
-	bd := newBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
-	bd.fetchMaxBytes = b.cfg.Fetch.MaxBytes
+func (b *Bridge) brokerDefaults() topicconfig.BrokerDefaults {
+	bd := topicconfig.NewBrokerDefaults(b.topics.opts, b.cfg.Topics.DefaultPartitions, b.cfg.Topics.MaxMessageBytes)
+	bd.FetchMaxBytes = b.cfg.Fetch.MaxBytes
 	return bd
 }
 
@@ -109,9 +110,9 @@ func (b *Bridge) alterResources(ctx context.Context, req *kmsg.IncrementalAlterC
 		if dups[k] {
 			out[i].code, msg = kerr.InvalidRequest.Code, "Each resource must appear at most once."
 		} else {
-			ops := make([]alterOp, 0, len(req.Resources[i].Configs))
+			ops := make([]topicconfig.AlterOp, 0, len(req.Resources[i].Configs))
 			for _, c := range req.Resources[i].Configs {
-				ops = append(ops, alterOp{name: c.Name, op: c.Op, value: c.Value})
+				ops = append(ops, topicconfig.AlterOp{Name: c.Name, Op: c.Op, Value: c.Value})
 			}
 			out[i].code, msg = b.alterResource(ctx, k.typ, k.name, ops, replace, req.ValidateOnly)
 		}
@@ -145,7 +146,7 @@ func duplicateResources(keys []resourceKey) map[resourceKey]bool {
 
 // alterResource applies ops to one resource (AlterConfigs with replace,
 // IncrementalAlterConfigs without) and returns the Kafka outcome.
-func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, ops []alterOp, replace, validateOnly bool) (int16, string) {
+func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, ops []topicconfig.AlterOp, replace, validateOnly bool) (int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 	case kmsg.ConfigResourceTypeBroker:
@@ -156,7 +157,7 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		if len(ops) > 0 {
 			return kerr.InvalidRequest.Code, fmt.Sprintf(
-				"Invalid config value for resource ConfigResource(type=BROKER, name='%s'): broker configs of the gateway are read-only (%s); set them in its configuration", name, ops[0].name)
+				"Invalid config value for resource ConfigResource(type=BROKER, name='%s'): broker configs of the gateway are read-only (%s); set them in its configuration", name, ops[0].Name)
 		}
 		return 0, ""
 	default:
@@ -176,13 +177,13 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 		}
 		return b.adminError(name, "alter configs", err)
 	}
-	cur, err := b.topicSettings(ctx, info)
+	cur, err := b.store.Settings(ctx, info)
 	if err != nil {
 		return b.adminError(name, "alter configs", err)
 	}
-	patch, next, e := planAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
+	patch, next, e := topicconfig.PlanAlter(cur, info.PartitionsCount, ops, replace, b.brokerDefaults())
 	if e != nil {
-		return e.code, e.msg
+		return e.Code, e.Msg
 	}
 	if validateOnly {
 		return 0, ""
@@ -198,8 +199,8 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 			return b.adminError(name, "alter configs", err)
 		}
 	}
-	if !sameConfigs(storedConfigs(cur), storedConfigs(next)) {
-		if err := b.store.putConfigs(ctx, info, next); err != nil {
+	if !topicconfig.SameConfigs(topicconfig.StoredConfigs(cur), topicconfig.StoredConfigs(next)) {
+		if err := b.store.PutConfigs(ctx, info, next); err != nil {
 			return b.adminError(name, "alter configs", err)
 		}
 	}

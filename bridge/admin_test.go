@@ -31,7 +31,7 @@ func strp(s string) *string { return &s }
 
 // topicConfigCount is the number of configs a topic describes with: the 7
 // that map to Iggy options or the gateway (max.message.bytes) and the 26
-// held in the topic-config store (topicheld.go).
+// held in the topic-config store (topicconfig/held.go).
 const topicConfigCount = 33
 
 // clientAt returns a client of s that speaks at most version v of key.

@@ -13,11 +13,12 @@
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
 // defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
-// records*.go: the record mapping (and legacy down-conversion); offsets.go,
-// pids.go, topicconfig.go, topicheld.go, topicstore.go (the topic-config
-// store in Iggy), internaltopics.go, metrics.go; the group state machine is
-// bridge/groups, reached through groups.Service. One Table built in New
-// drives dispatch, ApiVersions and the metrics.
+// pids.go, internaltopics.go, metrics.go. Below the floor, packages that
+// take narrow dependencies, never the Bridge: committed offsets
+// (bridge/offsets), topic configs and the topic-config store in Iggy
+// (bridge/topicconfig), the group state machine (bridge/groups, reached
+// through groups.Service), the record mapping (codec/records). One Table
+// built in New drives dispatch, ApiVersions and the metrics.
 package bridge
 
 import (
@@ -33,6 +34,8 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -72,12 +75,12 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   groups.Service // consumer groups (bridge/groups, or the cluster router)
-	offsets  *offsetStore   // committed offsets in Iggy (offsets.go)
-	store    *topicStore    // topic configs and log start offsets in Iggy (topicstore.go)
-	pids     *producerState // producer ids and idempotence (pids.go)
-	metrics  Metrics        // error codes, groups, fetch waiters (metrics.go)
-	budget   *budget.Budget // memory budget of fetch buffers (package budget)
+	groups   groups.Service     // consumer groups (bridge/groups, or the cluster router)
+	offsets  *offsets.Store     // committed offsets in Iggy (bridge/offsets)
+	store    *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	pids     *producerState     // producer ids and idempotence (pids.go)
+	metrics  Metrics            // error codes, groups, fetch waiters (metrics.go)
+	budget   *budget.Budget     // memory budget of fetch buffers (package budget)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -103,19 +106,19 @@ func New(o Options) (*Bridge, error) {
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
 	b.topicIDs = newTopicIDIndex(b)
-	b.offsets = newOffsetStore(b)
-	b.store = newTopicStore(b)
+	b.metrics = o.Metrics
+	if b.metrics == nil {
+		b.metrics = NopMetrics{}
+	}
+	b.offsets = offsets.New(o.Client, kafkaTopics{b}, o.Config.Offsets.Mode, o.Log)
+	b.store = topicconfig.NewStore(o.Client, b.metrics, o.Log)
 	local := groups.New(o.Config.Groups, o.Log, nil)
-	local.SetOffsets(b.offsets)
+	local.SetOffsets(offsetsDeleter{b.offsets})
 	b.groups = local
 	if o.Groups != nil {
 		b.groups = o.Groups(local)
 	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
-	b.metrics = o.Metrics
-	if b.metrics == nil {
-		b.metrics = NopMetrics{}
-	}
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
+
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
@@ -94,10 +96,6 @@ type FetchConfig struct {
 	MaxBytes int `koanf:"max_bytes"`
 }
 
-// kafkaDefaultFetchMaxBytes is Kafka's default broker fetch.max.bytes
-// (55 MiB).
-const kafkaDefaultFetchMaxBytes = 55 << 20
-
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -105,12 +103,12 @@ func DefaultConfig() Config {
 			DefaultStream:     "kafka",
 			AutoCreate:        true,
 			DefaultPartitions: 1,
-			MaxMessageBytes:   kafkaDefaultMaxMessageBytes,
+			MaxMessageBytes:   topicconfig.DefaultMaxMessageBytes,
 		},
 		Groups:   groups.DefaultConfig(),
 		Offsets:  OffsetsConfig{Mode: "auto"},
 		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
-		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: kafkaDefaultFetchMaxBytes},
+		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes},
 	}
 }
 

@@ -6,7 +6,9 @@ package bridge
 
 import (
 	"context"
+	"strconv"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
@@ -16,14 +18,14 @@ import (
 // checkPartition answers UNKNOWN_TOPIC_OR_PARTITION for a partition the
 // topic does not have, asking Iggy again once when the cached lookup may
 // predate added partitions. It returns the lookup to use from then on.
-func checkPartition(ctx context.Context, b *Bridge, info *iggy.TopicInfo, partition int32) (int16, *iggy.TopicInfo) {
+func checkPartition(ctx context.Context, client *iggy.Client, info *iggy.TopicInfo, partition int32) (int16, *iggy.TopicInfo) {
 	if partition < 0 {
 		return kerr.UnknownTopicOrPartition.Code, info
 	}
 	if uint32(partition) < info.PartitionsCount {
 		return 0, info
 	}
-	fresh, err := b.iggy.RefreshTopic(ctx, info.Ref)
+	fresh, err := client.RefreshTopic(ctx, info.Ref)
 	if err != nil {
 		return kafkaCode(err, scopeData), info
 	}
@@ -37,11 +39,11 @@ func checkPartition(ctx context.Context, b *Bridge, info *iggy.TopicInfo, partit
 // the failures without a specific code (UNKNOWN_SERVER_ERROR) with their
 // Iggy code, and the others (and everything after the client left: ctx
 // done) at debug level.
-func dataErrCode(ctx context.Context, b *Bridge, rq *Request, err error, topic, msg string) int16 {
+func dataErrCode(ctx context.Context, log zerolog.Logger, rq *Request, err error, topic, msg string) int16 {
 	code := kafkaCode(err, scopeData)
-	ev := b.log.Debug()
+	ev := log.Debug()
 	if code == kerr.UnknownServerError.Code && ctx.Err() == nil {
-		ev = b.log.Warn()
+		ev = log.Warn()
 	}
 	ev.Err(err).Uint64("conn_id", rq.ConnID).Int16("api_key", rq.Key).Int32("corr_id", rq.CorrID).
 		Str("topic", topic).Uint32("iggy_code", iggyCode(err)).Int16("error_code", code).Msg(msg)
@@ -51,8 +53,8 @@ func dataErrCode(ctx context.Context, b *Bridge, rq *Request, err error, topic, 
 // firstOffset polls the first retained message; with none it answers hw
 // (the log starts where it ends). hw < 0 means unknown: then the poll's
 // current offset decides.
-func firstOffset(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
-	p, err := pollIggy(ctx, b, ref, partition, icodec.PollingKindFirst, 0, 1)
+func firstOffset(ctx context.Context, client *iggy.Client, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
+	p, err := pollIggy(ctx, client, ref, partition, icodec.PollingKindFirst, 0, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -71,8 +73,8 @@ func firstOffset(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition in
 }
 
 // pollIggy runs one single-consumer poll (fetchConsumer, no auto-commit).
-func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
+func pollIggy(ctx context.Context, client *iggy.Client, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
+	return client.Poll(ctx, &icodec.PollMessagesRequest{
 		Consumer:    fetchConsumer,
 		StreamID:    ref.StreamID(),
 		TopicID:     ref.TopicID(),
@@ -88,4 +90,19 @@ func pollIggy(ctx context.Context, b *Bridge, ref iggy.TopicRef, partition int32
 var fetchConsumer = icodec.Consumer{
 	Kind: icodec.ConsumerKindConsumer,
 	ID:   icodec.Identifier{Kind: icodec.IdentifierKindNumeric, Value: []byte{0x67, 0x66, 0x61, 0x6b}},
+}
+
+// checkMessageSize applies max.message.bytes to one partition's records of
+// a Produce v3+ (one record batch, so the records are the batch as Kafka
+// measures it, log overhead included). Message sets of v0-v2 are not
+// checked. It returns MESSAGE_TOO_LARGE and Kafka's reason, or 0.
+func (b *Bridge) checkMessageSize(ctx context.Context, version int16, info *iggy.TopicInfo, records []byte) (int16, string) {
+	if version < 3 {
+		return 0, ""
+	}
+	if limit := b.store.MaxMessageBytes(ctx, info, int(b.cfg.Topics.MaxMessageBytes)); len(records) > limit {
+		return kerr.MessageTooLarge.Code, "The request included a message larger than the max message size the server will accept: " +
+			strconv.Itoa(len(records)) + " bytes > max.message.bytes " + strconv.Itoa(limit)
+	}
+	return 0, ""
 }

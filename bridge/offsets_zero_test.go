@@ -12,7 +12,7 @@ import (
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
-// A commit of 0 in consumer mode (KAFKA-ON-IGGY §6, offsets.go): Iggy
+// A commit of 0 in consumer mode (KAFKA-ON-IGGY §6, bridge/offsets): Iggy
 // stores offset - 1 under kafka.cg.<group>, which has no value for 0, so
 // the bridge keeps the zero marker kafka.cz.<group> (kind 1, Iggy offset
 // 0) instead. OffsetFetch must answer 0, as Kafka does after

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // Request is one decoded Kafka request as the front door (package proxy)
@@ -50,10 +52,7 @@ type Request struct {
 // Cut is one block of a VectoredResponse's encoding that is not copied into
 // the reply buffer: Data belongs at offset At of the bytes AppendVectored
 // produced (between dst[:At] and dst[At:]).
-type Cut struct {
-	At   int
-	Data []byte
-}
+type Cut = records.Cut
 
 // VectoredResponse is a Response whose encoding carries large blocks (the
 // record bytes of a Fetch response) that the front door writes to the

@@ -181,3 +181,10 @@ func topicID(info *iggy.TopicInfo) [16]byte {
 	id[8] = id[8]&0x3f | 0x80
 	return id
 }
+
+// kafkaTopics is the topic mapping as the stores see it (offsets.Topics):
+// every Kafka topic, and the Iggy topic of a name.
+type kafkaTopics struct{ b *Bridge }
+
+func (t kafkaTopics) List(ctx context.Context) ([]string, error) { return t.b.listTopics(ctx) }
+func (t kafkaTopics) Ref(name string) iggy.TopicRef              { return t.b.topics.ref(name) }

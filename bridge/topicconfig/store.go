@@ -1,5 +1,3 @@
-package bridge
-
 // The topic-config store: the Kafka topic state Iggy has no place for,
 // held in Iggy itself, so every sidecar of one Iggy server reports and
 // enforces the same values and they survive restarts. No consensus of our
@@ -18,7 +16,7 @@ package bridge
 //	 "created_at":1764621000123456,"log_start":{"0":2295,"1":2496}}
 //
 // A configs record is the topic's whole set of gateway-held configs (the
-// held strings of topicheld.go and max.message.bytes under their Kafka
+// held strings of held.go and max.message.bytes under their Kafka
 // names): the latest record of an incarnation wins. A log_start record
 // raises log start offsets of partitions (one DeleteRecords topic); the
 // store keeps the highest per partition, so two sidecars purging at once
@@ -41,6 +39,8 @@ package bridge
 // changes them, per DeleteRecords partition. The store is read whole at
 // start (a few hundred bytes per record); it is not compacted.
 
+package topicconfig
+
 import (
 	"context"
 	"encoding/json"
@@ -50,6 +50,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -97,10 +101,12 @@ type storeEntry struct {
 	logStart map[int32]int64
 }
 
-// topicStore is a sidecar's view of the store.
-type topicStore struct {
-	b      *Bridge
-	syncMu sync.Mutex // one reader of Iggy at a time; held across polls
+// Store is a sidecar's view of the store.
+type Store struct {
+	client  *iggy.Client
+	log     zerolog.Logger
+	metrics Metrics
+	syncMu  sync.Mutex // one reader of Iggy at a time; held across polls
 
 	mu       sync.RWMutex
 	topics   map[incarnation]*storeEntry
@@ -116,8 +122,16 @@ type topicStore struct {
 // compactMeasureEvery is how often kafka_iggy_compact_topic_bytes is measured.
 const compactMeasureEvery = 30 * time.Second
 
-func newTopicStore(b *Bridge) *topicStore {
-	return &topicStore{b: b, topics: map[incarnation]*storeEntry{}}
+// Metrics is where the store reports what it measures.
+type Metrics interface {
+	// SetCompactBytes sets kafka_iggy_compact_topic_bytes.
+	SetCompactBytes(n int64)
+}
+
+// NewStore returns a sidecar's view of the topic-config store in Iggy,
+// read and written through client.
+func NewStore(client *iggy.Client, metrics Metrics, log zerolog.Logger) *Store {
+	return &Store{client: client, log: log, metrics: metrics, topics: map[incarnation]*storeEntry{}}
 }
 
 var storeRef = iggy.TopicRef{Stream: storeStream, Topic: storeTopic}
@@ -129,18 +143,18 @@ var storeConsumer = icodec.Consumer{
 }
 
 // sync reads the store up to its end.
-func (s *topicStore) sync(ctx context.Context) error {
+func (s *Store) sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	return s.syncLocked(ctx)
 }
 
-func (s *topicStore) syncLocked(ctx context.Context) error {
+func (s *Store) syncLocked(ctx context.Context) error {
 	for {
 		s.mu.RLock()
 		next := s.next
 		s.mu.RUnlock()
-		p, err := s.b.iggy.Poll(ctx, &icodec.PollMessagesRequest{
+		p, err := s.client.Poll(ctx, &icodec.PollMessagesRequest{
 			Consumer: storeConsumer, StreamID: storeRef.StreamID(), TopicID: storeRef.TopicID(),
 			PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
 			Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: next},
@@ -191,7 +205,7 @@ func (s *topicStore) syncLocked(ctx context.Context) error {
 }
 
 // apply takes one record into the view (mu held).
-func (s *topicStore) apply(payload []byte) {
+func (s *Store) apply(payload []byte) {
 	var r storeRecord
 	if json.Unmarshal(payload, &r) != nil || r.V != storeVersion {
 		return
@@ -219,7 +233,7 @@ func (s *topicStore) apply(payload []byte) {
 
 // triggerMeasure asks for a compact-bytes measurement: one runs in the
 // background, and runs again when asked while it was running.
-func (s *topicStore) triggerMeasure() {
+func (s *Store) triggerMeasure() {
 	s.pending.Store(true)
 	if !s.measuring.CompareAndSwap(false, true) {
 		return
@@ -237,7 +251,7 @@ func (s *topicStore) triggerMeasure() {
 
 // measureCompact sets kafka_iggy_compact_topic_bytes: the stored size of
 // every topic whose current incarnation's cleanup.policy includes compact.
-func (s *topicStore) measureCompact() {
+func (s *Store) measureCompact() {
 	s.mu.RLock()
 	var compact []incarnation
 	for inc, t := range s.topics {
@@ -250,7 +264,7 @@ func (s *topicStore) measureCompact() {
 	defer cancel()
 	var total int64
 	for _, inc := range compact {
-		info, err := s.b.iggy.RefreshTopic(ctx, inc.ref)
+		info, err := s.client.RefreshTopic(ctx, inc.ref)
 		if err != nil {
 			if iggy.IsNotFound(err) {
 				continue
@@ -261,7 +275,7 @@ func (s *topicStore) measureCompact() {
 			total += int64(info.Details.SizeBytes)
 		}
 	}
-	s.b.metrics.SetCompactBytes(total)
+	s.metrics.SetCompactBytes(total)
 }
 
 // fresh reads the store when the view is older than storeMaxAge. Only the
@@ -270,7 +284,7 @@ func (s *topicStore) measureCompact() {
 // view instead of queueing behind it on the produce and fetch paths (until a
 // first view exists, they wait for it). A failed read keeps the older view
 // (logged).
-func (s *topicStore) fresh(ctx context.Context) {
+func (s *Store) fresh(ctx context.Context) {
 	s.mu.RLock()
 	ok := time.Since(s.syncedAt) < storeMaxAge
 	loaded := !s.syncedAt.IsZero()
@@ -291,12 +305,12 @@ func (s *topicStore) fresh(ctx context.Context) {
 		return
 	}
 	if err := s.syncLocked(ctx); err != nil && ctx.Err() == nil {
-		s.b.log.Warn().Err(err).Msg("topic-config store: read failed; using the last values read")
+		s.log.Warn().Err(err).Msg("topic-config store: read failed; using the last values read")
 	}
 }
 
 // value returns a topic's stored config name (a recent view).
-func (s *topicStore) value(ctx context.Context, info *iggy.TopicInfo, name string) (string, bool) {
+func (s *Store) value(ctx context.Context, info *iggy.TopicInfo, name string) (string, bool) {
 	s.fresh(ctx)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -308,9 +322,40 @@ func (s *topicStore) value(ctx context.Context, info *iggy.TopicInfo, name strin
 	return v, ok
 }
 
-// logStart returns a partition's log start offset (0 when never raised),
+// Settings resolves a topic's settings for an admin request: its Iggy
+// options with the store's values on top, the store read up to its end
+// first (so every sidecar answers what the last change wrote).
+func (s *Store) Settings(ctx context.Context, info *iggy.TopicInfo) (Set, error) {
+	set := setOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
+	if err := s.sync(ctx); err != nil {
+		return set, err
+	}
+	s.overlay(info, set)
+	return set, nil
+}
+
+// MaxMessageBytes is the largest record batch a Produce may write to a
+// partition of the topic: its max.message.bytes (a recent view), else
+// fallback (topics.max_message_bytes).
+func (s *Store) MaxMessageBytes(ctx context.Context, info *iggy.TopicInfo, fallback int) int {
+	if v, ok := s.value(ctx, info, MaxMessageBytesName); ok {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	return fallback
+}
+
+// LogAppendTime reports whether the topic's message.timestamp.type is
+// LogAppendTime (a recent view).
+func (s *Store) LogAppendTime(ctx context.Context, info *iggy.TopicInfo) bool {
+	v, ok := s.value(ctx, info, TimestampTypeName)
+	return ok && v == logAppendTime
+}
+
+// LogStart returns a partition's log start offset (0 when never raised),
 // from a recent view.
-func (s *topicStore) logStart(ctx context.Context, info *iggy.TopicInfo, partition int32) int64 {
+func (s *Store) LogStart(ctx context.Context, info *iggy.TopicInfo, partition int32) int64 {
 	s.fresh(ctx)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -321,7 +366,7 @@ func (s *topicStore) logStart(ctx context.Context, info *iggy.TopicInfo, partiti
 }
 
 // overlay sets the topic's stored configs on o.
-func (s *topicStore) overlay(info *iggy.TopicInfo, o optionSet) {
+func (s *Store) overlay(info *iggy.TopicInfo, o Set) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if t := s.topics[incarnationOf(info)]; t != nil {
@@ -329,10 +374,10 @@ func (s *topicStore) overlay(info *iggy.TopicInfo, o optionSet) {
 	}
 }
 
-// overlayStored sets stored configs (as storedConfigs makes them) on o.
-func overlayStored(o optionSet, configs map[string]string) {
+// overlayStored sets stored configs (as StoredConfigs makes them) on o.
+func overlayStored(o Set, configs map[string]string) {
 	for k, v := range configs {
-		if k == maxMessageBytesName {
+		if k == MaxMessageBytesName {
 			if n, err := strconv.ParseUint(v, 10, 32); err == nil {
 				spec, _ := icodec.LookupOption(gatewayOptions, optMaxMessageBytes)
 				o.set(spec, n)
@@ -345,21 +390,21 @@ func overlayStored(o optionSet, configs map[string]string) {
 	}
 }
 
-// storedConfigs is what a configs record holds for set: the held strings
+// StoredConfigs is what a configs record holds for set: the held strings
 // and an explicit max.message.bytes.
-func storedConfigs(set optionSet) map[string]string {
+func StoredConfigs(set Set) map[string]string {
 	out := make(map[string]string, len(set.held)+1)
 	for k, v := range set.held {
 		out[k] = v
 	}
 	if set.explicit[optMaxMessageBytes] {
-		out[maxMessageBytesName] = strconv.FormatUint(set.vals[optMaxMessageBytes], 10)
+		out[MaxMessageBytesName] = strconv.FormatUint(set.vals[optMaxMessageBytes], 10)
 	}
 	return out
 }
 
-// sameConfigs reports whether two stored sets are equal.
-func sameConfigs(a, b map[string]string) bool {
+// SameConfigs reports whether two stored sets are equal.
+func SameConfigs(a, b map[string]string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -372,9 +417,9 @@ func sameConfigs(a, b map[string]string) bool {
 }
 
 // putConfigs writes the topic's held configs of set.
-func (s *topicStore) putConfigs(ctx context.Context, info *iggy.TopicInfo, set optionSet) error {
+func (s *Store) PutConfigs(ctx context.Context, info *iggy.TopicInfo, set Set) error {
 	inc := incarnationOf(info)
-	err := s.put(ctx, storeRecord{Kind: "configs", Stream: inc.ref.Stream, Topic: inc.ref.Topic, TopicID: inc.id, CreatedAt: inc.created, Configs: storedConfigs(set)})
+	err := s.put(ctx, storeRecord{Kind: "configs", Stream: inc.ref.Stream, Topic: inc.ref.Topic, TopicID: inc.id, CreatedAt: inc.created, Configs: StoredConfigs(set)})
 	if err == nil {
 		s.triggerMeasure() // the set of compact topics may have changed
 	}
@@ -382,14 +427,14 @@ func (s *topicStore) putConfigs(ctx context.Context, info *iggy.TopicInfo, set o
 }
 
 // putLogStart raises log start offsets of the topic's partitions.
-func (s *topicStore) putLogStart(ctx context.Context, info *iggy.TopicInfo, offsets map[int32]int64) error {
+func (s *Store) PutLogStart(ctx context.Context, info *iggy.TopicInfo, offsets map[int32]int64) error {
 	inc := incarnationOf(info)
 	return s.put(ctx, storeRecord{Kind: "log_start", Stream: inc.ref.Stream, Topic: inc.ref.Topic, TopicID: inc.id, CreatedAt: inc.created, LogStart: offsets})
 }
 
 // logStartFresh returns a partition's log start offset after reading the
 // store to its end (admin paths).
-func (s *topicStore) logStartFresh(ctx context.Context, info *iggy.TopicInfo, partition int32) (int64, error) {
+func (s *Store) LogStartFresh(ctx context.Context, info *iggy.TopicInfo, partition int32) (int64, error) {
 	if err := s.sync(ctx); err != nil {
 		return 0, err
 	}
@@ -403,7 +448,7 @@ func (s *topicStore) logStartFresh(ctx context.Context, info *iggy.TopicInfo, pa
 
 // put appends one record (creating the store on first use) and reads the
 // store up to it, so the writer sees its own change at once.
-func (s *topicStore) put(ctx context.Context, r storeRecord) error {
+func (s *Store) put(ctx context.Context, r storeRecord) error {
 	r.V = storeVersion
 	payload, err := json.Marshal(r)
 	if err != nil {
@@ -412,13 +457,13 @@ func (s *topicStore) put(ctx context.Context, r storeRecord) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
-	msgs := s.b.iggy.NewMessages()
+	msgs := s.client.NewMessages()
 	id := randomID()
 	if err := msgs.Add(id, uint64(time.Now().UnixMicro()), payload, nil); err != nil {
 		msgs.Release()
 		return err
 	}
-	if _, err := s.b.iggy.Send(ctx, storeRef, 0, msgs); err != nil {
+	if _, err := s.client.Send(ctx, storeRef, 0, msgs); err != nil {
 		if iggy.IsNotFound(err) {
 			s.mu.Lock()
 			s.created = false
@@ -431,20 +476,20 @@ func (s *topicStore) put(ctx context.Context, r storeRecord) error {
 
 // ensure creates the store's stream and topic unless they are known to
 // exist; a concurrent creation by another sidecar is fine.
-func (s *topicStore) ensure(ctx context.Context) error {
+func (s *Store) ensure(ctx context.Context) error {
 	s.mu.RLock()
 	created := s.created
 	s.mu.RUnlock()
 	if created {
 		return nil
 	}
-	if _, err := s.b.iggy.GetTopic(ctx, storeRef); err == nil {
+	if _, err := s.client.GetTopic(ctx, storeRef); err == nil {
 		s.mu.Lock()
 		s.created = true
 		s.mu.Unlock()
 		return nil
 	}
-	if _, err := s.b.iggy.EnsureStream(ctx, storeStream); err != nil {
+	if _, err := s.client.EnsureStream(ctx, storeStream); err != nil {
 		return err
 	}
 	expiry, _ := icodec.LookupOption(icodec.TopicOptions, optMessageExpiry)
@@ -452,7 +497,7 @@ func (s *topicStore) ensure(ctx context.Context) error {
 	if expiry != nil {
 		opts = icodec.Options{encodeOption(expiry, math.MaxUint64)}
 	}
-	_, err := s.b.iggy.CreateTopic(ctx, storeRef, 1, opts)
+	_, err := s.client.CreateTopic(ctx, storeRef, 1, opts)
 	if err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
 		return err
 	}
@@ -464,6 +509,6 @@ func (s *topicStore) ensure(ctx context.Context) error {
 
 // randomID is a random UUID v4 message id.
 func randomID() wire.U128 {
-	var d RecordDecoder
-	return d.newID()
+	var d records.Decoder
+	return d.NewID()
 }

@@ -1,6 +1,6 @@
 // Fetch side of the record mapping: Iggy messages -> Kafka record batches v2.
 
-package bridge
+package records
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
-// SkipReason says why KafkaBatchWriter left a message out.
+// SkipReason says why BatchWriter left a message out.
 type SkipReason uint8
 
 // Reasons for skipping a message on Fetch. A skipped message leaves an
@@ -51,20 +51,20 @@ func (r SkipReason) String() string {
 }
 
 var (
-	// ErrKafkaBatchFull is returned by KafkaBatchWriter.Add when the record
+	// ErrKafkaBatchFull is returned by BatchWriter.Add when the record
 	// would take the batch past its byte limit. The message was not added.
 	ErrKafkaBatchFull = errors.New("bridge: kafka batch full")
-	// ErrKafkaBatchRange is returned by KafkaBatchWriter.Add when the
+	// ErrKafkaBatchRange is returned by BatchWriter.Add when the
 	// message's offset is too far from the batch's base offset for an int32
 	// offset delta (or the batch holds 2^31-1 records): finish the batch and
 	// add the message to a new one.
 	ErrKafkaBatchRange = errors.New("bridge: message offset outside the kafka batch's range")
-	// ErrFetchOffsetOrder is returned by KafkaBatchWriter.Add for a message
+	// ErrFetchOffsetOrder is returned by BatchWriter.Add for a message
 	// whose offset is not above the previous one's.
 	ErrFetchOffsetOrder = errors.New("bridge: iggy message offsets not increasing")
 )
 
-// KafkaBatchWriter builds Kafka record batches v2 from Iggy messages
+// BatchWriter builds Kafka record batches v2 from Iggy messages
 // (mapping version 1 inverted, KAFKA-ON-IGGY §2):
 //
 //	w.Begin(dst, maxBytes, first)
@@ -95,7 +95,7 @@ var (
 // The zero value is ready; it keeps scratch space between batches, so pool
 // it and encoding allocates nothing per record in steady state. Not safe
 // for concurrent use.
-type KafkaBatchWriter struct {
+type BatchWriter struct {
 	// OnSkip, when set, is called for every skipped message with its Iggy
 	// offset; the caller counts it and logs it rate-limited.
 	OnSkip func(offset uint64, reason SkipReason)
@@ -127,7 +127,7 @@ type KafkaBatchWriter struct {
 // is always taken, however large (Kafka's rule for the first batch of a
 // Fetch response, so a consumer always makes progress). Use math.MaxInt for
 // no limit.
-func (w *KafkaBatchWriter) Begin(dst []byte, maxBytes int, atLeastOne bool) {
+func (w *BatchWriter) Begin(dst []byte, maxBytes int, atLeastOne bool) {
 	w.start = len(dst)
 	w.buf = append(dst, make([]byte, kbHeaderSize)...)
 	w.limit, w.atLeastOne = maxBytes, atLeastOne
@@ -137,24 +137,24 @@ func (w *KafkaBatchWriter) Begin(dst []byte, maxBytes int, atLeastOne bool) {
 }
 
 // Len returns the number of records in the batch.
-func (w *KafkaBatchWriter) Len() int { return int(w.n) }
+func (w *BatchWriter) Len() int { return int(w.n) }
 
 // Skipped returns the number of messages skipped since Begin.
-func (w *KafkaBatchWriter) Skipped() int { return w.skipped }
+func (w *BatchWriter) Skipped() int { return w.skipped }
 
 // Size returns the batch's size so far, header included.
-func (w *KafkaBatchWriter) Size() int { return len(w.buf) - w.start }
+func (w *BatchWriter) Size() int { return len(w.buf) - w.start }
 
 // NextOffset returns the offset after the last message added or skipped
 // (the offset a consumer fetches next), and false when none was.
-func (w *KafkaBatchWriter) NextOffset() (uint64, bool) { return w.last + 1, w.seen }
+func (w *BatchWriter) NextOffset() (uint64, bool) { return w.last + 1, w.seen }
 
 // Add maps m into the batch as one record, or skips it (nil error, see
 // OnSkip). It returns ErrKafkaBatchFull when the record does not fit the
 // byte limit, ErrKafkaBatchRange when m cannot share this batch's base
 // offset, ErrFetchOffsetOrder when m.Offset is not above the previous
 // message's; in all three cases nothing changed.
-func (w *KafkaBatchWriter) Add(m *iggy.Message) error {
+func (w *BatchWriter) Add(m *iggy.Message) error {
 	if w.seen {
 		if m.Offset <= w.last {
 			return ErrFetchOffsetOrder
@@ -163,7 +163,7 @@ func (w *KafkaBatchWriter) Add(m *iggy.Message) error {
 			return ErrKafkaBatchRange
 		}
 	}
-	ts, reason := w.decode(m)
+	ts, reason := w.Decode(m)
 	if reason != 0 {
 		w.markSeen(m.Offset)
 		w.skipped++
@@ -219,7 +219,7 @@ func (w *KafkaBatchWriter) Add(m *iggy.Message) error {
 	return nil
 }
 
-func (w *KafkaBatchWriter) markSeen(off uint64) {
+func (w *BatchWriter) markSeen(off uint64) {
 	if !w.seen {
 		w.base, w.seen = off, true
 	}
@@ -229,7 +229,7 @@ func (w *KafkaBatchWriter) markSeen(off uint64) {
 // Finish completes the batch and returns dst (as given to Begin) extended
 // by it. Without any message seen, or when an all-skipped (empty) batch
 // does not fit the limit, dst is returned unchanged.
-func (w *KafkaBatchWriter) Finish() []byte {
+func (w *BatchWriter) Finish() []byte {
 	if !w.seen || (w.n == 0 && !w.atLeastOne && kbHeaderSize > w.limit) {
 		return w.buf[:w.start]
 	}
@@ -254,8 +254,8 @@ func (w *KafkaBatchWriter) Finish() []byte {
 	return w.buf
 }
 
-// FetchBatchStats describes what AppendBatches did.
-type FetchBatchStats struct {
+// BatchStats describes what AppendBatches did.
+type BatchStats struct {
 	Batches    int    // Kafka batches appended
 	Records    int    // records in them
 	Skipped    int    // messages skipped (see SkipReason)
@@ -272,8 +272,8 @@ type FetchBatchStats struct {
 // set: the iterator has consumed it, so the caller resumes from
 // stats.NextOffset (the consumer's next fetch does exactly that). An error
 // of the iterator is returned with the batches built so far.
-func (w *KafkaBatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBytes int, atLeastOne bool) ([]byte, FetchBatchStats, error) {
-	var st FetchBatchStats
+func (w *BatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBytes int, atLeastOne bool) ([]byte, BatchStats, error) {
+	var st BatchStats
 	used := 0
 	w.Begin(dst, maxBytes, atLeastOne)
 	var m iggy.Message
@@ -309,7 +309,7 @@ func (w *KafkaBatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBy
 
 // finishInto finishes the current batch, adds it to st and returns the
 // extended buffer and the bytes used so far.
-func (w *KafkaBatchWriter) finishInto(st *FetchBatchStats, used int) ([]byte, int) {
+func (w *BatchWriter) finishInto(st *BatchStats, used int) ([]byte, int) {
 	before := w.start
 	out := w.Finish()
 	if len(out) > before {
@@ -324,9 +324,9 @@ func (w *KafkaBatchWriter) finishInto(st *FetchBatchStats, used int) ([]byte, in
 	return out, used
 }
 
-// decode fills w.view from m and returns the Kafka timestamp (ms), or the
+// Decode fills w.view from m and returns the Kafka timestamp (ms), or the
 // reason to skip m.
-func (w *KafkaBatchWriter) decode(m *iggy.Message) (int64, SkipReason) {
+func (w *BatchWriter) Decode(m *iggy.Message) (int64, SkipReason) {
 	v := &w.view
 	*v = recView{}
 	tlv := w.tlv[:0]
@@ -360,14 +360,14 @@ func (w *KafkaBatchWriter) decode(m *iggy.Message) (int64, SkipReason) {
 	switch ver := tlv[version].value; {
 	case len(ver) != 1:
 		return 0, SkipBadMarker
-	case ver[0] != RecordsMappingVersion:
+	case ver[0] != mappingVersion:
 		return 0, SkipUnknownVersion
 	}
 	return w.decodeV1(m, tlv)
 }
 
 // decodeV1 inverts mapping version 1 for a message whose headers are tlv.
-func (w *KafkaBatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipReason) {
+func (w *BatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipReason) {
 	v := &w.view
 	v.keyNull = true
 	v.value = m.Payload
@@ -448,16 +448,16 @@ func recAppendBytes(dst, b []byte, null bool) []byte {
 	return append(dst, b...)
 }
 
-// downConvert rewrites the record batches v2 in dst[from:] (as
-// KafkaBatchWriter writes them: uncompressed) as a message set of magic 0
+// DownConvert rewrites the record batches v2 in dst[from:] (as
+// BatchWriter writes them: uncompressed) as a message set of magic 0
 // (Fetch v0-v1) or 1 (Fetch v2-v3), as Kafka down-converts for old
 // consumers: one message per record, offset and key and value kept, magic 1
 // with the record's CreateTime, headers dropped (the old formats have
 // none). Messages that would take the set past limit are left out (the
 // consumer fetches them next time), except the first one with atLeastOne.
-func downConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) []byte {
-	tmp := fetchBufPool.Get()
-	defer fetchBufPool.Put(tmp)
+func DownConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) []byte {
+	tmp := convertPool.Get()
+	defer convertPool.Put(tmp)
 	out := tmp.B[:0]
 	in := dst[from:]
 	n := 0
@@ -497,7 +497,7 @@ func downConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) [
 	return dst
 }
 
-// parseOwnRecord reads one record v2 body as KafkaBatchWriter writes it;
+// parseOwnRecord reads one record v2 body as BatchWriter writes it;
 // null key or value come back as nil.
 func parseOwnRecord(rec []byte) (key, value []byte, tsDelta int64, offDelta int32, ok bool) {
 	if len(rec) < 1 {
@@ -564,11 +564,5 @@ func appendLegacyBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
-// fetchBufPool holds the record bytes of Fetch responses; fetchResponse
-// returns its buffer once encoded.
-var fetchBufPool bytebufferpool.Pool
-
-// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
-// larger ones go to the collector, so idle pooled buffers do not hold
-// memory outside the budget that a burst of large fetches grew.
-const fetchPoolMaxBuf = 4 << 20
+// convertPool holds DownConvert's scratch buffers.
+var convertPool bytebufferpool.Pool

@@ -1,7 +1,5 @@
-package bridge
-
 // Topic settings the gateway holds itself, because Iggy has no topic option
-// for them: max.message.bytes (a gatewayOptions key of the optionSet,
+// for them: max.message.bytes (a gatewayOptions key of the Set,
 // enforced on Produce), and the string-valued configs below (heldConfigs),
 // which Kafka clients and apps set on their topics:
 //
@@ -22,26 +20,24 @@ package bridge
 //     effect (one Iggy server has no replicas to count, and segments, flushes
 //     and indexes are Iggy's own).
 //
-// Every value lives in the topic-config store in Iggy (topicstore.go), so
+// Every value lives in the topic-config store in Iggy (store.go), so
 // every sidecar of one Iggy server reports and enforces the same values and
 // they survive restarts.
 
+package topicconfig
+
 import (
-	"context"
 	"math"
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 // Held config names with behaviour of their own.
 const (
-	timestampTypeName   = "message.timestamp.type"
-	maxMessageBytesName = "max.message.bytes"
+	TimestampTypeName   = "message.timestamp.type"
+	MaxMessageBytesName = "max.message.bytes"
 	logAppendTime       = "LogAppendTime"
 )
 
@@ -57,7 +53,7 @@ type heldSpec struct {
 // their types and broker names.
 var heldConfigs = map[string]heldSpec{
 	cleanupPolicyName:                         {cleanupPolicyValue, checkPolicyList},
-	timestampTypeName:                         {"CreateTime", choice("CreateTime", logAppendTime)},
+	TimestampTypeName:                         {"CreateTime", choice("CreateTime", logAppendTime)},
 	"min.insync.replicas":                     {"1", intAtLeast(1)},
 	"segment.ms":                              {"604800000", longAtLeast(1)},
 	"segment.jitter.ms":                       {"0", longAtLeast(0)},
@@ -89,7 +85,7 @@ var heldConfigs = map[string]heldSpec{
 // synonym, type), merged into topicConfigs at init.
 var heldTopicConfigs = []topicConfig{
 	{name: cleanupPolicyName, broker: "log.cleanup.policy", typ: kmsg.ConfigTypeList},
-	{name: timestampTypeName, broker: "log.message.timestamp.type", typ: kmsg.ConfigTypeString},
+	{name: TimestampTypeName, broker: "log.message.timestamp.type", typ: kmsg.ConfigTypeString},
 	{name: "min.insync.replicas", broker: "min.insync.replicas", typ: kmsg.ConfigTypeInt},
 	{name: "segment.ms", broker: "log.roll.ms", typ: kmsg.ConfigTypeLong},
 	{name: "segment.jitter.ms", broker: "log.roll.jitter.ms", typ: kmsg.ConfigTypeLong},
@@ -259,57 +255,9 @@ func listOp(cur, v string, op kmsg.IncrementalAlterConfigOp) string {
 }
 
 // heldValue is a topic's value of a held config: its own, else the default.
-func (s optionSet) heldValue(name string) string {
+func (s Set) heldValue(name string) string {
 	if v, ok := s.held[name]; ok {
 		return v
 	}
 	return heldConfigs[name].def
-}
-
-// --- the bridge side ---
-
-// topicSettings resolves a topic's settings for an admin request: its Iggy
-// options with the store's values on top, the store read up to its end
-// first (so every sidecar answers what the last change wrote).
-func (b *Bridge) topicSettings(ctx context.Context, info *iggy.TopicInfo) (optionSet, error) {
-	s := optionSetOf(info.Details.ExplicitOptions, info.Details.DerivedOptions)
-	if err := b.store.sync(ctx); err != nil {
-		return s, err
-	}
-	b.store.overlay(info, s)
-	return s, nil
-}
-
-// maxMessageBytes is the largest record batch a Produce may write to a
-// partition of the topic: its max.message.bytes, else
-// topics.max_message_bytes.
-func (b *Bridge) maxMessageBytes(ctx context.Context, info *iggy.TopicInfo) int {
-	if v, ok := b.store.value(ctx, info, maxMessageBytesName); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-	}
-	return int(b.cfg.Topics.MaxMessageBytes)
-}
-
-// logAppendTime reports whether the topic's message.timestamp.type is
-// LogAppendTime.
-func (b *Bridge) logAppendTime(ctx context.Context, info *iggy.TopicInfo) bool {
-	v, ok := b.store.value(ctx, info, timestampTypeName)
-	return ok && v == logAppendTime
-}
-
-// checkMessageSize applies max.message.bytes to one partition's records of
-// a Produce v3+ (one record batch, so the records are the batch as Kafka
-// measures it, log overhead included). Message sets of v0-v2 are not
-// checked. It returns MESSAGE_TOO_LARGE and Kafka's reason, or 0.
-func (b *Bridge) checkMessageSize(ctx context.Context, version int16, info *iggy.TopicInfo, records []byte) (int16, string) {
-	if version < 3 {
-		return 0, ""
-	}
-	if limit := b.maxMessageBytes(ctx, info); len(records) > limit {
-		return kerr.MessageTooLarge.Code, "The request included a message larger than the max message size the server will accept: " +
-			strconv.Itoa(len(records)) + " bytes > max.message.bytes " + strconv.Itoa(limit)
-	}
-	return 0, ""
 }

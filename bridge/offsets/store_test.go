@@ -1,7 +1,6 @@
-package bridge
+package offsets
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -28,8 +27,8 @@ func TestValidGroupID(t *testing.T) {
 		{"caf\xc3\xa9", true},
 		{"bad\xff", false},
 	} {
-		if got := validGroupID(c.g); got != c.ok {
-			t.Errorf("validGroupID(%q) = %v", c.g, got)
+		if got := ValidGroupID(c.g); got != c.ok {
+			t.Errorf("ValidGroupID(%q) = %v", c.g, got)
 		}
 	}
 	if n := len(iggyGroupName(strings.Repeat("a", maxGroupIDLen))); n != 255 {
@@ -38,11 +37,11 @@ func TestValidGroupID(t *testing.T) {
 }
 
 func TestConsumerOf(t *testing.T) {
-	c := consumerOf(offsetModeExternal, "orders")
+	c := consumerOf(ModeExternal, "orders")
 	if c.Kind != icodec.ConsumerKindExternalGroup || c.ID.Kind != icodec.IdentifierKindString || string(c.ID.Value) != "kafka.cg.orders" {
 		t.Fatalf("external: %+v", c)
 	}
-	c = consumerOf(offsetModeConsumer, "orders")
+	c = consumerOf(ModeConsumer, "orders")
 	if c.Kind != icodec.ConsumerKindConsumer || string(c.ID.Value) != "kafka.cg.orders" {
 		t.Fatalf("consumer: %+v", c)
 	}
@@ -50,19 +49,19 @@ func TestConsumerOf(t *testing.T) {
 
 func TestKafkaOffset(t *testing.T) {
 	for _, c := range []struct {
-		mode offsetMode
+		mode Mode
 		v    uint64
 		want int64
 	}{
-		{offsetModeExternal, 0, 0},
-		{offsetModeExternal, 42, 42},
-		{offsetModeExternal, math.MaxInt64, math.MaxInt64},
-		{offsetModeExternal, math.MaxInt64 + 1, -1},
-		{offsetModeConsumer, 0, 1},
-		{offsetModeConsumer, 41, 42},
-		{offsetModeConsumer, math.MaxInt64 - 1, math.MaxInt64},
-		{offsetModeConsumer, math.MaxInt64, -1},
-		{offsetModeConsumer, math.MaxUint64, -1},
+		{ModeExternal, 0, 0},
+		{ModeExternal, 42, 42},
+		{ModeExternal, math.MaxInt64, math.MaxInt64},
+		{ModeExternal, math.MaxInt64 + 1, -1},
+		{ModeConsumer, 0, 1},
+		{ModeConsumer, 41, 42},
+		{ModeConsumer, math.MaxInt64 - 1, math.MaxInt64},
+		{ModeConsumer, math.MaxInt64, -1},
+		{ModeConsumer, math.MaxUint64, -1},
 	} {
 		if got := kafkaOffset(c.mode, c.v); got != c.want {
 			t.Errorf("kafkaOffset(%v, %d) = %d, want %d", c.mode, c.v, got, c.want)
@@ -71,51 +70,32 @@ func TestKafkaOffset(t *testing.T) {
 }
 
 func TestOffsetReadCode(t *testing.T) {
-	if c := offsetReadCode(icodec.StatusUnauthorized); c != kerr.GroupAuthorizationFailed.Code {
+	if c := ReadCode(icodec.StatusUnauthorized); c != kerr.GroupAuthorizationFailed.Code {
 		t.Fatal(c)
 	}
 	for _, err := range []error{iggy.ErrTimeout, iggy.ErrSessionLost, icodec.StatusInvalidCommand, errors.New("x")} {
-		if c := offsetReadCode(err); c != kerr.CoordinatorLoadInProgress.Code {
+		if c := ReadCode(err); c != kerr.CoordinatorLoadInProgress.Code {
 			t.Fatalf("%v: %d", err, c)
 		}
-	}
-	// The offsets scope of the shared table: timeouts and retriable
-	// failures are COORDINATOR_LOAD_IN_PROGRESS, 4100 is OFFSET_OUT_OF_RANGE.
-	for err, want := range map[error]int16{
-		iggy.ErrTimeout:                     kerr.CoordinatorLoadInProgress.Code,
-		context.DeadlineExceeded:            kerr.CoordinatorLoadInProgress.Code,
-		iggy.ErrSessionLost:                 kerr.CoordinatorLoadInProgress.Code,
-		icodec.StatusInvalidOffset:          kerr.OffsetOutOfRange.Code,
-		icodec.StatusTopicIDNotFound:        kerr.UnknownTopicOrPartition.Code,
-		icodec.StatusUnauthorized:           kerr.GroupAuthorizationFailed.Code,
-		icodec.StatusInvalidCommand:         kerr.UnknownServerError.Code,
-		icodec.StatusConsumerOffsetNotFound: kerr.UnknownServerError.Code,
-	} {
-		if got := kafkaCode(err, scopeOffsets); got != want {
-			t.Errorf("kafkaCode(%v, offsets) = %d, want %d", err, got, want)
-		}
-	}
-	if got := kafkaCode(iggy.ErrTimeout, scopeData); got != kerr.RequestTimedOut.Code {
-		t.Errorf("data scope timeout: %d", got)
 	}
 }
 
 func TestCommitTicketBefore(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	a := commitTicket{conn: 1, at: t0, corr: 5}
+	a := Ticket{Conn: 1, At: t0, Corr: 5}
 	for _, c := range []struct {
-		x, y commitTicket
+		x, y Ticket
 		want bool
 	}{
-		{a, commitTicket{conn: 1, at: t0, corr: 6}, true},
-		{a, commitTicket{conn: 1, at: t0, corr: 5}, false},
-		{a, commitTicket{conn: 1, at: t0, corr: 4}, false},
-		{a, commitTicket{conn: 1, at: t0.Add(time.Millisecond), corr: 1}, true},
-		{a, commitTicket{conn: 1, at: t0.Add(-time.Millisecond), corr: 9}, false},
-		{a, commitTicket{conn: 2, at: t0.Add(time.Hour), corr: 9}, false}, // other connection
-		{commitTicket{}, a, false},                                        // internal writes
-		{a, commitTicket{}, false},
-		{commitTicket{conn: 1, at: t0, corr: math.MaxInt32}, commitTicket{conn: 1, at: t0, corr: math.MinInt32}, true}, // wrap
+		{a, Ticket{Conn: 1, At: t0, Corr: 6}, true},
+		{a, Ticket{Conn: 1, At: t0, Corr: 5}, false},
+		{a, Ticket{Conn: 1, At: t0, Corr: 4}, false},
+		{a, Ticket{Conn: 1, At: t0.Add(time.Millisecond), Corr: 1}, true},
+		{a, Ticket{Conn: 1, At: t0.Add(-time.Millisecond), Corr: 9}, false},
+		{a, Ticket{Conn: 2, At: t0.Add(time.Hour), Corr: 9}, false}, // other connection
+		{Ticket{}, a, false}, // internal writes
+		{a, Ticket{}, false},
+		{Ticket{Conn: 1, At: t0, Corr: math.MaxInt32}, Ticket{Conn: 1, At: t0, Corr: math.MinInt32}, true}, // wrap
 	} {
 		if got := c.x.before(c.y); got != c.want {
 			t.Errorf("%+v before %+v = %v", c.x, c.y, got)
@@ -134,27 +114,27 @@ func TestCommitOrder(t *testing.T) {
 	}
 	// The later commit of a connection lands first: the earlier one is
 	// skipped (and reported as success).
-	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 2}, write(2)); err != nil {
+	if err := o.run(key, Ticket{Conn: 1, At: t0, Corr: 2}, write(2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 1}, write(1)); err != nil {
+	if err := o.run(key, Ticket{Conn: 1, At: t0, Corr: 1}, write(1)); err != nil {
 		t.Fatal(err)
 	}
 	// Another connection's commit always applies.
-	_ = o.run(key, commitTicket{conn: 2, at: t0, corr: 1}, write(3))
+	_ = o.run(key, Ticket{Conn: 2, At: t0, Corr: 1}, write(3))
 	// A failed write does not make older writes stale.
 	fail := errors.New("boom")
-	if err := o.run(key, commitTicket{conn: 1, at: t0, corr: 9}, func(*commitSlot) error { return fail }); err != fail {
+	if err := o.run(key, Ticket{Conn: 1, At: t0, Corr: 9}, func(*commitSlot) error { return fail }); err != fail {
 		t.Fatal(err)
 	}
-	_ = o.run(key, commitTicket{conn: 1, at: t0, corr: 3}, write(4))
+	_ = o.run(key, Ticket{Conn: 1, At: t0, Corr: 3}, write(4))
 	if got := applied; len(got) != 3 || got[0] != 2 || got[1] != 3 || got[2] != 4 {
 		t.Fatalf("applied %v, want [2 3 4]", got)
 	}
 	// Other keys are independent.
 	other := key
 	other.partition = 1
-	_ = o.run(other, commitTicket{conn: 1, at: t0, corr: 1}, write(5))
+	_ = o.run(other, Ticket{Conn: 1, At: t0, Corr: 1}, write(5))
 	if applied[len(applied)-1] != 5 {
 		t.Fatal("other key skipped")
 	}
@@ -170,7 +150,7 @@ func TestCommitOrderSerializesKey(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			_ = o.run(key, commitTicket{conn: uint64(i + 1)}, func(*commitSlot) error {
+			_ = o.run(key, Ticket{Conn: uint64(i + 1)}, func(*commitSlot) error {
 				n := inside.Add(1)
 				for {
 					m := maxInside.Load()
@@ -193,7 +173,7 @@ func TestCommitOrderPrunes(t *testing.T) {
 	var o commitOrder
 	o.slots = map[commitKey]*commitSlot{}
 	for i := 0; i < commitSlotsPrune; i++ {
-		_ = o.run(commitKey{partition: int32(i)}, commitTicket{}, func(*commitSlot) error { return nil })
+		_ = o.run(commitKey{partition: int32(i)}, Ticket{}, func(*commitSlot) error { return nil })
 	}
 	// Make every slot idle for long, then add one more key (the threshold
 	// doubled when the first prune found nothing idle).
@@ -203,7 +183,7 @@ func TestCommitOrderPrunes(t *testing.T) {
 		sl.used = time.Now().Add(-2 * commitSlotIdle)
 	}
 	o.mu.Unlock()
-	_ = o.run(commitKey{partition: -1}, commitTicket{}, func(*commitSlot) error { return nil })
+	_ = o.run(commitKey{partition: -1}, Ticket{}, func(*commitSlot) error { return nil })
 	o.mu.Lock()
 	n := len(o.slots)
 	o.mu.Unlock()
@@ -216,7 +196,7 @@ func TestParallel(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 17, 100} {
 		var hits [100]atomic.Int32
 		var running, peak atomic.Int32
-		parallel(n, 4, func(i int) {
+		Parallel(n, 4, func(i int) {
 			r := running.Add(1)
 			for {
 				p := peak.Load()

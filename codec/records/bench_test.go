@@ -1,12 +1,13 @@
-package bridge
+package records
 
 import (
 	"math"
 	"strconv"
 	"testing"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // benchRecords: 100 records of 1 KiB, each with a 16-byte key and 2 headers.
@@ -34,7 +35,7 @@ func benchKafkaBatch(t testing.TB, codec int) []byte {
 // benchIggyPoll returns the stored Iggy batch the 100 records map to (the
 // records part of a poll reply).
 func benchIggyPoll(t testing.TB) []byte {
-	var d RecordDecoder
+	var d Decoder
 	out, _, err := tToIggy(t, &d, benchKafkaBatch(t, 0), nil, 1_000_000, 1_700_000_000_000_000)
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +51,10 @@ func BenchmarkMapKafkaToIggy(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		codec int
-	}{{"none", 0}, {"gzip", recCodecGzip}, {"snappy", recCodecSnappy}, {"lz4", recCodecLZ4}, {"zstd", recCodecZstd}} {
+	}{{"none", 0}, {"gzip", CodecGzip}, {"snappy", CodecSnappy}, {"lz4", CodecLZ4}, {"zstd", CodecZstd}} {
 		b.Run(c.name, func(b *testing.B) {
 			batch := benchKafkaBatch(b, c.codec)
-			var d RecordDecoder
+			var d Decoder
 			var ib iggy.BatchBuilder
 			buf := make([]byte, 0, 256<<10)
 			budget := NewDecompressBudget(0)
@@ -62,7 +63,7 @@ func BenchmarkMapKafkaToIggy(b *testing.B) {
 			for b.Loop() {
 				*budget = DecompressBudget{left: 1 << 20}
 				ib.Begin(buf[:0])
-				if _, err := d.MapInto(&ib, batch, budget, nil); err != nil {
+				if _, err := d.mapInto(&ib, batch, budget, nil); err != nil {
 					b.Fatal(err)
 				}
 				out, err := ib.Finish()
@@ -79,7 +80,7 @@ func BenchmarkMapKafkaToIggy(b *testing.B) {
 // Kafka record batch. MB/s counts the Iggy batch bytes.
 func BenchmarkIggyToKafka(b *testing.B) {
 	polled := benchIggyPoll(b)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	dst := make([]byte, 0, 256<<10)
 	b.SetBytes(int64(len(polled)))
 	b.ReportAllocs()
@@ -102,7 +103,7 @@ func BenchmarkIggyToKafkaNative(b *testing.B) {
 		msgs = append(msgs, tMsg{origin: 1_700_000_000_000_000 + uint64(i), payload: tRepeat('x', 1024), headers: h})
 	}
 	polled := tIggyBatch(b, 0, 1, msgs...)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	dst := make([]byte, 0, 256<<10)
 	b.SetBytes(int64(len(polled)))
 	b.ReportAllocs()

@@ -1,4 +1,4 @@
-package bridge
+package records
 
 import (
 	"encoding/binary"
@@ -6,9 +6,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // tMsg is an Iggy message to store in a test batch.
@@ -60,7 +61,7 @@ func TestFetchNativeIggyMessage(t *testing.T) {
 		tIggyBatch(t, 8, 5_000_000,
 			tMsg{origin: 0, payload: []byte("append time")},
 			tMsg{origin: 9_000, payload: nil})...)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	out, st := tToKafka(t, &w, batch, math.MaxInt, true)
 	if st.Records != 3 || st.Skipped != 0 || st.NextOffset != 10 {
 		t.Fatalf("stats %+v", st)
@@ -83,7 +84,7 @@ func TestFetchNativeIggyMessage(t *testing.T) {
 func TestFetchMappedExtraHeader(t *testing.T) {
 	batch := tIggyBatch(t, 0, 1, tMsg{origin: 2000, payload: []byte("v"),
 		headers: hdrs("kafka.v", raw, "\x01", "x-extra", str, "e", "kafka.h.a", raw, "1", "kafka.key", raw, "k")})
-	var w KafkaBatchWriter
+	var w BatchWriter
 	out, _ := tToKafka(t, &w, batch, math.MaxInt, true)
 	got := tFlatten(tReadKafka(t, out))
 	tSameRecord(t, 0, tRec{Key: []byte("k"), Value: []byte("v"), TS: 2,
@@ -114,7 +115,7 @@ func TestFetchSkips(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			good := tMsg{origin: 1000, payload: []byte("ok"), headers: v1}
 			batch := tIggyBatch(t, 100, 1, good, tc.msg, good)
-			var w KafkaBatchWriter
+			var w BatchWriter
 			var skips []uint64
 			w.OnSkip = func(off uint64, r SkipReason) {
 				if r != tc.reason {
@@ -142,7 +143,7 @@ func TestFetchSkips(t *testing.T) {
 func TestFetchAllSkipped(t *testing.T) {
 	bad := tMsg{payload: []byte("x"), headers: hdrs("kafka.v", raw, "\x09")}
 	batch := tIggyBatch(t, 40, 1, bad, bad, bad)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	out, st := tToKafka(t, &w, batch, math.MaxInt, false)
 	if st.Records != 0 || st.Skipped != 3 || st.NextOffset != 43 || st.Batches != 1 {
 		t.Fatalf("stats %+v", st)
@@ -165,7 +166,7 @@ func TestFetchMaxBytes(t *testing.T) {
 		msgs = append(msgs, tMsg{origin: 1000, payload: tRepeat('p', 1000), headers: hdrs("kafka.v", raw, "\x01")})
 	}
 	batch := tIggyBatch(t, 0, 1, msgs...)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	// One record: length (2) + attributes, deltas, null key (4) + value
 	// length (2) + 1000 + header count (1).
 	const rec = 1009
@@ -212,7 +213,7 @@ func TestFetchOffsetGapsAndRange(t *testing.T) {
 	m := tMsg{origin: 3000, payload: []byte("x"), headers: v1}
 	far := uint64(10) + math.MaxInt32 + 5
 	polled := append(append(tIggyBatch(t, 10, 1, m, m), tIggyBatch(t, 20, 2, m)...), tIggyBatch(t, far, 3, m)...)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	out, st := tToKafka(t, &w, polled, math.MaxInt, true)
 	if st.Batches != 2 || st.Records != 4 || st.NextOffset != far+1 {
 		t.Fatalf("stats %+v", st)
@@ -246,7 +247,7 @@ func TestFetchOffsetGapsAndRange(t *testing.T) {
 
 func TestKafkaBatchWriterSteadyStateAllocs(t *testing.T) {
 	polled := benchIggyPoll(t)
-	var w KafkaBatchWriter
+	var w BatchWriter
 	dst := make([]byte, 0, 256<<10)
 	run := func() {
 		it := iggy.NewMessageIter(polled)

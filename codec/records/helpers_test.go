@@ -1,4 +1,4 @@
-package bridge
+package records
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 	"io"
 	"testing"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/snappy/xerial"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // tRec is a Kafka record in tests: nil Key/Value mean null, []byte{} empty;
@@ -26,7 +27,7 @@ type tRec struct {
 
 // tBatchOpts are the batch-level fields of a test batch v2.
 type tBatchOpts struct {
-	codec      int // recCodec*; -1 = snappy raw (attribute 2)
+	codec      int // Codec*; -1 = snappy raw (attribute 2)
 	attrs      int16
 	pid        int64
 	epoch      int16
@@ -68,7 +69,7 @@ func tBatch(t testing.TB, recs []tRec, o tBatchOpts) []byte {
 	switch {
 	case o.codec == -1:
 		raw = snappy.Encode(nil, raw)
-		attrs |= recCodecSnappy
+		attrs |= CodecSnappy
 	case o.codec != 0:
 		raw = tCompress(t, o.codec, raw)
 		attrs |= int16(o.codec)
@@ -106,13 +107,13 @@ func tCompress(t testing.TB, codec int, raw []byte) []byte {
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	switch codec {
-	case recCodecGzip:
+	case CodecGzip:
 		w = gzip.NewWriter(&buf)
-	case recCodecSnappy:
+	case CodecSnappy:
 		return xerial.Encode(nil, raw)
-	case recCodecLZ4:
+	case CodecLZ4:
 		w = lz4.NewWriter(&buf)
-	case recCodecZstd:
+	case CodecZstd:
 		zw, err := zstd.NewWriter(&buf)
 		if err != nil {
 			t.Fatal(err)
@@ -238,10 +239,10 @@ func tPairs(t testing.TB, block []byte) []tPair {
 	return out
 }
 
-// tToIggy maps records through RecordDecoder.MapInto into stamped Iggy
+// tToIggy maps records through Decoder.mapInto into stamped Iggy
 // batches (as a server would store them) starting at baseOffset, and
 // returns them back to back with the batch infos.
-func tToIggy(t testing.TB, d *RecordDecoder, records []byte, budget *DecompressBudget, baseOffset, appendTS uint64) ([]byte, []KafkaBatchInfo, error) {
+func tToIggy(t testing.TB, d *Decoder, records []byte, budget *DecompressBudget, baseOffset, appendTS uint64) ([]byte, []BatchInfo, error) {
 	t.Helper()
 	var out []byte
 	var b iggy.BatchBuilder
@@ -260,7 +261,7 @@ func tToIggy(t testing.TB, d *RecordDecoder, records []byte, budget *DecompressB
 		b.Begin(nil)
 		return nil
 	}
-	n, err := d.MapInto(&b, records, budget, flush)
+	n, err := d.mapInto(&b, records, budget, flush)
 	if err != nil {
 		return nil, d.Batches(), err
 	}
@@ -275,8 +276,8 @@ func tToIggy(t testing.TB, d *RecordDecoder, records []byte, budget *DecompressB
 	return out, d.Batches(), nil
 }
 
-// tToKafka runs stamped Iggy batches through KafkaBatchWriter.AppendBatches.
-func tToKafka(t testing.TB, w *KafkaBatchWriter, batches []byte, maxBytes int, atLeastOne bool) ([]byte, FetchBatchStats) {
+// tToKafka runs stamped Iggy batches through BatchWriter.AppendBatches.
+func tToKafka(t testing.TB, w *BatchWriter, batches []byte, maxBytes int, atLeastOne bool) ([]byte, BatchStats) {
 	t.Helper()
 	it := iggy.NewMessageIter(batches)
 	out, st, err := w.AppendBatches(nil, &it, maxBytes, atLeastOne)

@@ -1,4 +1,4 @@
-package bridge
+package records
 
 import (
 	"bytes"
@@ -10,18 +10,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // mapOne maps a batch of one record and returns the message.
 func mapOne(t *testing.T, r tRec) (MappedMessage, []tPair) {
 	t.Helper()
-	var d RecordDecoder
+	var d Decoder
 	d.Reset(tBatch(t, []tRec{r}, tBatchOpts{}), nil)
 	if !d.Next() {
 		t.Fatalf("no message: %v", d.Err())
@@ -206,10 +207,10 @@ func TestRecordRoundTrip(t *testing.T) {
 	codecs := []struct {
 		name  string
 		codec int
-	}{{"none", 0}, {"gzip", recCodecGzip}, {"snappy-xerial", recCodecSnappy}, {"snappy-raw", -1}, {"lz4", recCodecLZ4}, {"zstd", recCodecZstd}}
+	}{{"none", 0}, {"gzip", CodecGzip}, {"snappy-xerial", CodecSnappy}, {"snappy-raw", -1}, {"lz4", CodecLZ4}, {"zstd", CodecZstd}}
 	recs := roundTripRecords()
-	var d RecordDecoder
-	var w KafkaBatchWriter
+	var d Decoder
+	var w BatchWriter
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			batch := tBatch(t, recs, tBatchOpts{codec: c.codec})
@@ -262,8 +263,8 @@ func TestRecordRoundTripKgoCompressor(t *testing.T) {
 			return bytes.Clone(out)
 		}})
 		batch = tSetCodec(batch, int(used))
-		var d RecordDecoder
-		var w KafkaBatchWriter
+		var d Decoder
+		var w BatchWriter
 		iggyBatches, _, err := tToIggy(t, &d, batch, NewDecompressBudget(1<<20), 0, 1)
 		if err != nil {
 			t.Fatalf("codec %d: %v", used, err)
@@ -293,14 +294,14 @@ func tFixCRC(b []byte) []byte {
 
 func TestRecordBatchInfo(t *testing.T) {
 	a := tBatch(t, []tRec{{Value: []byte("a"), TS: 1}, {Value: []byte("b"), TS: 2}}, tBatchOpts{pid: 77, epoch: 3, seq: 10})
-	b := tBatch(t, []tRec{{Value: []byte("c"), TS: 3}}, tBatchOpts{codec: recCodecGzip})
+	b := tBatch(t, []tRec{{Value: []byte("c"), TS: 3}}, tBatchOpts{codec: CodecGzip})
 	legacy := tLegacy(1, 0, 4, nil, []byte("d"))
-	var d RecordDecoder
+	var d Decoder
 	_, infos, err := tToIggy(t, &d, append(append(append([]byte{}, a...), b...), legacy...), NewDecompressBudget(1<<20), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []KafkaBatchInfo{
+	want := []BatchInfo{
 		{FirstIndex: 0, Records: 2, Magic: 2, ProducerID: 77, ProducerEpoch: 3, BaseSequence: 10},
 		{FirstIndex: 2, Records: 1, Magic: 2, Compression: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
 		{FirstIndex: 3, Records: 1, Magic: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
@@ -324,7 +325,7 @@ func TestRecordBatchInfo(t *testing.T) {
 func TestRecordLogAppendTime(t *testing.T) {
 	recs := []tRec{{Value: []byte("a"), TS: 10}, {Value: []byte("b"), TS: 20}}
 	batch := tBatch(t, recs, tBatchOpts{attrs: kbAttrLogAppendTime, maxTS: tI64(5000)})
-	var d RecordDecoder
+	var d Decoder
 	d.Reset(batch, nil)
 	for d.Next() {
 		if m := d.Message(); m.OriginTimestamp != 5_000_000 {
@@ -350,7 +351,7 @@ func TestRecordSplit(t *testing.T) {
 		{Value: []byte("5"), TS: 0},               // origin 0 too: same batch
 		{Value: []byte("6"), TS: t0 + 2*hour + 1}, // new batch
 	}
-	var d RecordDecoder
+	var d Decoder
 	iggyBatches, _, err := tToIggy(t, &d, tBatch(t, recs, tBatchOpts{}), nil, 500, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +379,7 @@ func TestRecordSplit(t *testing.T) {
 	// Without a split callback the span is an error.
 	var b iggy.BatchBuilder
 	b.Begin(nil)
-	if _, err := d.MapInto(&b, tBatch(t, recs, tBatchOpts{}), nil, nil); !errors.Is(err, iggy.ErrTimestampSpan) {
+	if _, err := d.mapInto(&b, tBatch(t, recs, tBatchOpts{}), nil, nil); !errors.Is(err, iggy.ErrTimestampSpan) {
 		t.Errorf("nil split: %v", err)
 	}
 }
@@ -415,7 +416,7 @@ func TestRecordDecodeErrors(t *testing.T) {
 		{"count 0", tBatch(t, nil, tBatchOpts{}), ErrInvalidRecords, 87},
 		{"count -1", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{count: tI32(-1), lastDelta: tI32(-2)}), ErrInvalidRecords, 87},
 		{"count 2^31-1", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{count: tI32(math.MaxInt32), lastDelta: tI32(math.MaxInt32 - 1)}), ErrCorruptRecords, 2},
-		{"count 2^31-1 gzip", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: recCodecGzip, count: tI32(math.MaxInt32), lastDelta: tI32(math.MaxInt32 - 1)}), ErrDecompressBudget, 10},
+		{"count 2^31-1 gzip", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: CodecGzip, count: tI32(math.MaxInt32), lastDelta: tI32(math.MaxInt32 - 1)}), ErrDecompressBudget, 10},
 		{"count exceeds records", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{count: tI32(2)}), ErrCorruptRecords, 2},
 		{"count below records", tBatch(t, []tRec{{Value: []byte("v")}, {Value: []byte("w")}, {Value: []byte("x")}}, tBatchOpts{count: tI32(2)}), ErrInvalidRecords, 87},
 		{"lastOffsetDelta", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{lastDelta: tI32(5)}), ErrInvalidRecords, 87},
@@ -424,17 +425,17 @@ func TestRecordDecodeErrors(t *testing.T) {
 		{"header count huge", tBatchRaw(t, []byte{0, 0, 0, 0, 2, 'v', 0xfe, 0xff, 0xff, 0xff, 0x0f}), ErrCorruptRecords, 2},
 		{"key length -2", tBatchRaw(t, []byte{0, 0, 0, 3, 2, 'v', 0}), ErrCorruptRecords, 2},
 		{"record trailing bytes", tBatchRaw(t, []byte{0, 0, 0, 1, 2, 'v', 0, 9}), ErrInvalidRecords, 87},
-		{"gzip garbage", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: recCodecGzip, compressed: func([]byte) []byte { return []byte("not gzip at all") }}), ErrCorruptRecords, 2},
-		{"no budget", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: recCodecZstd}), ErrDecompressBudget, 10},
+		{"gzip garbage", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: CodecGzip, compressed: func([]byte) []byte { return []byte("not gzip at all") }}), ErrCorruptRecords, 2},
+		{"no budget", tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: CodecZstd}), ErrDecompressBudget, 10},
 		{"legacy bad crc", func() []byte { b := tLegacy(1, 0, 1, nil, []byte("v")); b[len(b)-1] ^= 1; return b }(), ErrCorruptRecords, 2},
-		{"legacy zstd", tLegacy(1, recCodecZstd, 1, nil, []byte("v")), ErrUnsupportedCompression, 76},
-		{"legacy magic 0 lz4", tLegacy(0, recCodecLZ4, 0, nil, tCompress(t, recCodecLZ4, tLegacy(0, 0, 0, nil, []byte("v")))), ErrUnsupportedRecords, 43},
-		{"legacy nested compression", tLegacy(1, recCodecGzip, 1, nil, tCompress(t, recCodecGzip, tLegacy(1, recCodecGzip, 1, nil, []byte("x")))), ErrInvalidRecords, 87},
+		{"legacy zstd", tLegacy(1, CodecZstd, 1, nil, []byte("v")), ErrUnsupportedCompression, 76},
+		{"legacy magic 0 lz4", tLegacy(0, CodecLZ4, 0, nil, tCompress(t, CodecLZ4, tLegacy(0, 0, 0, nil, []byte("v")))), ErrUnsupportedRecords, 43},
+		{"legacy nested compression", tLegacy(1, CodecGzip, 1, nil, tCompress(t, CodecGzip, tLegacy(1, CodecGzip, 1, nil, []byte("x")))), ErrInvalidRecords, 87},
 		{"legacy truncated", tLegacy(1, 0, 1, nil, []byte("value"))[:25], ErrCorruptRecords, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var d RecordDecoder
+			var d Decoder
 			budget := NewDecompressBudget(1 << 20)
 			if tc.name == "no budget" {
 				budget = nil
@@ -446,17 +447,17 @@ func TestRecordDecodeErrors(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
-			var re *RecordsError
+			var re *Error
 			if !errors.As(err, &re) || re.Err != tc.want {
-				t.Errorf("not a *RecordsError with the sentinel: %#v", err)
+				t.Errorf("not a *Error with the sentinel: %#v", err)
 			}
-			if got := RecordsErrorCode(err); got != tc.code {
+			if got := ErrorCode(err); got != tc.code {
 				t.Errorf("code %d, want %d", got, tc.code)
 			}
 		})
 	}
-	if RecordsErrorCode(nil) != 0 || RecordsErrorCode(errors.New("x")) != -1 {
-		t.Error("RecordsErrorCode nil/unknown")
+	if ErrorCode(nil) != 0 || ErrorCode(errors.New("x")) != -1 {
+		t.Error("ErrorCode nil/unknown")
 	}
 }
 
@@ -485,16 +486,16 @@ func TestRecordLegacyMessageSets(t *testing.T) {
 	tests := []legacyCase{
 		{"magic 0", m0, []tRec{{Key: []byte("k0"), Value: []byte("v0"), TS: -1}, {TS: -1}}, 0},
 		{"magic 1", m1, []tRec{{Key: []byte("k1"), Value: []byte("v1"), TS: 1234}, {Key: []byte{}, Value: []byte{}, TS: 0}}, 1},
-		{"magic 1 gzip", tLegacy(1, recCodecGzip, 9, nil, tCompress(t, recCodecGzip, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
-		{"magic 1 snappy", tLegacy(1, recCodecSnappy, 9, nil, tCompress(t, recCodecSnappy, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
-		{"magic 1 lz4", tLegacy(1, recCodecLZ4, 9, nil, tCompress(t, recCodecLZ4, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
-		{"magic 1 LogAppendTime", tLegacy(1, recCodecGzip|lmAttrLogAppend, 99, nil, tCompress(t, recCodecGzip, inner1)), []tRec{{Value: []byte("a"), TS: 99}, {Key: []byte("kb"), Value: []byte("b"), TS: 99}}, 1},
-		{"magic 0 gzip", tLegacy(0, recCodecGzip, 0, nil, tCompress(t, recCodecGzip, inner0)), []tRec{{Value: []byte("a"), TS: -1}, {Key: []byte("kb"), Value: []byte("b"), TS: -1}}, 0},
+		{"magic 1 gzip", tLegacy(1, CodecGzip, 9, nil, tCompress(t, CodecGzip, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
+		{"magic 1 snappy", tLegacy(1, CodecSnappy, 9, nil, tCompress(t, CodecSnappy, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
+		{"magic 1 lz4", tLegacy(1, CodecLZ4, 9, nil, tCompress(t, CodecLZ4, inner1)), []tRec{{Value: []byte("a"), TS: 7}, {Key: []byte("kb"), Value: []byte("b"), TS: 8}}, 1},
+		{"magic 1 LogAppendTime", tLegacy(1, CodecGzip|lmAttrLogAppend, 99, nil, tCompress(t, CodecGzip, inner1)), []tRec{{Value: []byte("a"), TS: 99}, {Key: []byte("kb"), Value: []byte("b"), TS: 99}}, 1},
+		{"magic 0 gzip", tLegacy(0, CodecGzip, 0, nil, tCompress(t, CodecGzip, inner0)), []tRec{{Value: []byte("a"), TS: -1}, {Key: []byte("kb"), Value: []byte("b"), TS: -1}}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var d RecordDecoder
-			var w KafkaBatchWriter
+			var d Decoder
+			var w BatchWriter
 			ib, infos, err := tToIggy(t, &d, tc.in, NewDecompressBudget(1<<20), 0, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -555,18 +556,18 @@ func TestRecordZipBomb(t *testing.T) {
 		codec int
 		data  []byte
 	}{
-		{"gzip", recCodecGzip, bomb(func(b *bytes.Buffer) (wc, error) { return gzip.NewWriterLevel(b, gzip.DefaultCompression) })},
-		{"lz4", recCodecLZ4, bomb(func(b *bytes.Buffer) (wc, error) {
+		{"gzip", CodecGzip, bomb(func(b *bytes.Buffer) (wc, error) { return gzip.NewWriterLevel(b, gzip.DefaultCompression) })},
+		{"lz4", CodecLZ4, bomb(func(b *bytes.Buffer) (wc, error) {
 			w := lz4.NewWriter(b)
 			return w, w.Apply(lz4.BlockSizeOption(lz4.Block64Kb)) // Kafka's Java client writes 64 KiB blocks
 		})},
-		{"zstd", recCodecZstd, bomb(func(b *bytes.Buffer) (wc, error) { return zstd.NewWriter(b, zstd.WithWindowSize(1<<20)) })},
-		{"snappy", recCodecSnappy, tCompress(t, recCodecSnappy, make([]byte, expanded))},
+		{"zstd", CodecZstd, bomb(func(b *bytes.Buffer) (wc, error) { return zstd.NewWriter(b, zstd.WithWindowSize(1<<20)) })},
+		{"snappy", CodecSnappy, tCompress(t, CodecSnappy, make([]byte, expanded))},
 	}
 	for _, bb := range bombs {
 		t.Run(bb.name, func(t *testing.T) {
 			batch := tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: bb.codec, compressed: func([]byte) []byte { return bb.data }})
-			var d RecordDecoder
+			var d Decoder
 			run := func() error {
 				d.Reset(batch, NewDecompressBudget(budget))
 				for d.Next() {
@@ -611,9 +612,9 @@ func TestRecordZipBomb(t *testing.T) {
 // TestRecordHugeCountNoAlloc: a batch declaring 2^31-1 records fails before
 // anything is sized from the count.
 func TestRecordHugeCountNoAlloc(t *testing.T) {
-	for _, codec := range []int{0, recCodecGzip} {
+	for _, codec := range []int{0, CodecGzip} {
 		batch := tBatch(t, []tRec{{Value: []byte("v")}}, tBatchOpts{codec: codec, count: tI32(math.MaxInt32), lastDelta: tI32(math.MaxInt32 - 1)})
-		var d RecordDecoder
+		var d Decoder
 		budget := NewDecompressBudget(64 << 20)
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -633,9 +634,9 @@ func TestRecordHugeCountNoAlloc(t *testing.T) {
 
 func TestDecompressBudgetShared(t *testing.T) {
 	recs := []tRec{{Value: tRepeat('a', 10_000)}}
-	batch := tBatch(t, recs, tBatchOpts{codec: recCodecGzip})
+	batch := tBatch(t, recs, tBatchOpts{codec: CodecGzip})
 	budget := NewDecompressBudget(25_000)
-	var d RecordDecoder
+	var d Decoder
 	for i, want := range []error{nil, nil, ErrDecompressBudget} {
 		d.Reset(batch, budget)
 		for d.Next() {
@@ -659,14 +660,14 @@ func TestDecompressBudgetShared(t *testing.T) {
 // TestRecordDecoderSteadyStateAllocs: mapping allocates nothing per record
 // once the decoder's scratch has grown.
 func TestRecordDecoderSteadyStateAllocs(t *testing.T) {
-	for _, codec := range []int{0, recCodecGzip, recCodecSnappy, recCodecLZ4, recCodecZstd} {
+	for _, codec := range []int{0, CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
 		batch := benchKafkaBatch(t, codec)
-		var d RecordDecoder
+		var d Decoder
 		var b iggy.BatchBuilder
 		buf := make([]byte, 0, 256<<10)
 		run := func() {
 			b.Begin(buf[:0])
-			if n, err := d.MapInto(&b, batch, NewDecompressBudget(1<<20), nil); err != nil || n != 100 {
+			if n, err := d.mapInto(&b, batch, NewDecompressBudget(1<<20), nil); err != nil || n != 100 {
 				t.Fatal(n, err)
 			}
 		}

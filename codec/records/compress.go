@@ -1,6 +1,6 @@
 // Decompression of Kafka record batches under a DecompressBudget.
 
-package bridge
+package records
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 
 // Kafka compression codecs (attributes bits 0-2).
 const (
-	recCodecNone   = 0
-	recCodecGzip   = 1
-	recCodecSnappy = 2
-	recCodecLZ4    = 3
-	recCodecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLZ4    = 3
+	CodecZstd   = 4
 )
 
 const (
@@ -68,7 +68,7 @@ func (z *recDecompressor) decompress(codec int, src []byte, budget *DecompressBu
 		err error
 	)
 	switch codec {
-	case recCodecGzip:
+	case CodecGzip:
 		z.src.Reset(src)
 		if z.gz == nil {
 			z.gz, err = gzip.NewReader(&z.src)
@@ -79,9 +79,9 @@ func (z *recDecompressor) decompress(codec int, src []byte, budget *DecompressBu
 			return nil, err
 		}
 		out, err = z.readAll(z.gz, limit, len(src))
-	case recCodecSnappy:
+	case CodecSnappy:
 		out, err = z.snappy(src, limit)
-	case recCodecLZ4:
+	case CodecLZ4:
 		z.src.Reset(src)
 		if z.lz == nil {
 			z.lz = lz4.NewReader(&z.src)
@@ -89,7 +89,7 @@ func (z *recDecompressor) decompress(codec int, src []byte, budget *DecompressBu
 			z.lz.Reset(&z.src)
 		}
 		out, err = z.readAll(z.lz, limit, len(src))
-	case recCodecZstd:
+	case CodecZstd:
 		z.src.Reset(src)
 		if z.zd == nil {
 			z.zd, err = zstd.NewReader(&z.src,

@@ -1,4 +1,4 @@
-package bridge
+package topicconfig
 
 import (
 	"encoding/binary"
@@ -224,19 +224,19 @@ func TestCreateOptions(t *testing.T) {
 			want: want{code: kerr.InvalidConfig.Code, msg: "preallocate_segments"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cfgs []kafkaConfigValue
+			var cfgs []Value
 			for k, v := range tc.configs {
-				cfgs = append(cfgs, kafkaConfigValue{name: k, value: sp(v)})
+				cfgs = append(cfgs, Value{Name: k, Value: sp(v)})
 			}
-			opts, set, e := createOptions(tc.defaults, cfgs, tc.partitions)
+			opts, set, e := CreateOptions(tc.defaults, cfgs, tc.partitions)
 			if tc.want.code != 0 {
-				if e == nil || e.code != tc.want.code || !strings.Contains(e.msg, tc.want.msg) {
+				if e == nil || e.Code != tc.want.code || !strings.Contains(e.Msg, tc.want.msg) {
 					t.Fatalf("got %+v, want code %d with %q", e, tc.want.code, tc.want.msg)
 				}
 				return
 			}
 			if e != nil {
-				t.Fatalf("refused: %s", e.msg)
+				t.Fatalf("refused: %s", e.Msg)
 			}
 			if len(opts) != len(tc.want.opts) {
 				t.Fatalf("sent %d options %+v, want %v", len(opts), opts, tc.want.opts)
@@ -264,55 +264,55 @@ func TestCreateDescribeRoundTrip(t *testing.T) {
 		"compression.type": "gzip", "flush.messages": "50", "cleanup.policy": "delete",
 		"max.message.bytes": "10485760",
 	}
-	var cfgs []kafkaConfigValue
+	var cfgs []Value
 	for k, v := range configs {
-		cfgs = append(cfgs, kafkaConfigValue{name: k, value: sp(v)})
+		cfgs = append(cfgs, Value{Name: k, Value: sp(v)})
 	}
-	opts, _, e := createOptions(nil, cfgs, 3)
+	opts, _, e := CreateOptions(nil, cfgs, 3)
 	if e != nil {
-		t.Fatal(e.msg)
+		t.Fatal(e.Msg)
 	}
-	set := optionSetOf(opts, nil)
-	_, createSet, _ := createOptions(nil, cfgs, 3)
-	overlayStored(set, storedConfigs(createSet))
+	set := setOf(opts, nil)
+	_, createSet, _ := CreateOptions(nil, cfgs, 3)
+	overlayStored(set, StoredConfigs(createSet))
 	for _, o := range opts {
 		if o.Key == optMaxMessageBytes {
 			t.Errorf("a gateway-held key reached the Iggy options: %v", o)
 		}
 	}
-	entries := topicEntries(set, 3, newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes), true)
+	entries := TopicEntries(set, 3, NewBrokerDefaults(nil, 1, DefaultMaxMessageBytes), true)
 	if len(entries) != len(topicConfigs) {
 		t.Fatalf("entries: %+v", entries)
 	}
 	for _, e := range entries {
-		want, set := configs[e.name]
+		want, set := configs[e.Name]
 		if !set {
-			want = heldConfigs[e.name].def
+			want = heldConfigs[e.Name].def
 		}
-		if e.value != want {
-			t.Errorf("%s = %q, want %q", e.name, e.value, want)
+		if e.Value != want {
+			t.Errorf("%s = %q, want %q", e.Name, e.Value, want)
 		}
 		wantSource := kmsg.ConfigSourceDynamicTopicConfig
 		if !set {
 			wantSource = kmsg.ConfigSourceDefaultConfig
 		}
-		if e.source != wantSource {
-			t.Errorf("%s source %v", e.name, e.source)
+		if e.Source != wantSource {
+			t.Errorf("%s source %v", e.Name, e.Source)
 		}
-		wantRO := e.name == "segment.bytes" || e.name == "flush.messages"
-		if e.readOnly != wantRO {
-			t.Errorf("%s read-only %v", e.name, e.readOnly)
+		wantRO := e.Name == "segment.bytes" || e.Name == "flush.messages"
+		if e.ReadOnly != wantRO {
+			t.Errorf("%s read-only %v", e.Name, e.ReadOnly)
 		}
-		if len(e.synonyms) == 0 || e.synonyms[len(e.synonyms)-1].source != kmsg.ConfigSourceDefaultConfig {
-			t.Errorf("%s synonyms %+v", e.name, e.synonyms)
+		if len(e.Synonyms) == 0 || e.Synonyms[len(e.Synonyms)-1].Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("%s synonyms %+v", e.Name, e.Synonyms)
 		}
-		if e.source == kmsg.ConfigSourceDynamicTopicConfig && (e.synonyms[0].name != e.name || e.synonyms[0].value != e.value) {
-			t.Errorf("%s first synonym %+v", e.name, e.synonyms[0])
+		if e.Source == kmsg.ConfigSourceDynamicTopicConfig && (e.Synonyms[0].Name != e.Name || e.Synonyms[0].Value != e.Value) {
+			t.Errorf("%s first synonym %+v", e.Name, e.Synonyms[0])
 		}
 	}
 	for i := 1; i < len(entries); i++ {
-		if entries[i-1].name >= entries[i].name {
-			t.Errorf("not sorted: %s before %s", entries[i-1].name, entries[i].name)
+		if entries[i-1].Name >= entries[i].Name {
+			t.Errorf("not sorted: %s before %s", entries[i-1].Name, entries[i].Name)
 		}
 	}
 }
@@ -335,19 +335,19 @@ func TestTopicEntriesDefaults(t *testing.T) {
 		"max.message.bytes": "1048588",
 	}
 	for name, explicit := range map[string]icodec.Options{"derived": nil, "markers": markers} {
-		for _, e := range topicEntries(optionSetOf(explicit, derived), 2, newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes), false) {
-			w, ok := want[e.name]
+		for _, e := range TopicEntries(setOf(explicit, derived), 2, NewBrokerDefaults(nil, 1, DefaultMaxMessageBytes), false) {
+			w, ok := want[e.Name]
 			if !ok {
-				w = heldConfigs[e.name].def
+				w = heldConfigs[e.Name].def
 			}
-			if e.value != w || e.source != kmsg.ConfigSourceDefaultConfig || e.synonyms != nil {
+			if e.Value != w || e.Source != kmsg.ConfigSourceDefaultConfig || e.Synonyms != nil {
 				t.Errorf("%s: %+v", name, e)
 			}
 		}
 	}
 	// An explicit value written by another Iggy client as a String, and an
 	// unparsable one (read as the default).
-	set := optionSetOf(icodec.Options{stropt(optMessageExpiry, "2h"), stropt(optMaxTopicSize, "lots")}, derived)
+	set := setOf(icodec.Options{stropt(optMessageExpiry, "2h"), stropt(optMaxTopicSize, "lots")}, derived)
 	if set.vals[optMessageExpiry] != 7200e6 || !set.explicit[optMessageExpiry] {
 		t.Errorf("string expiry: %d %v", set.vals[optMessageExpiry], set.explicit[optMessageExpiry])
 	}
@@ -361,31 +361,31 @@ func TestTopicEntriesDefaults(t *testing.T) {
 // broker's config); another explicit value is DYNAMIC_TOPIC_CONFIG with the
 // gateway default among its synonyms.
 func TestTopicEntriesGatewayDefaults(t *testing.T) {
-	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2, kafkaDefaultMaxMessageBytes)
-	set := optionSetOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
-	got := map[string]configEntry{}
-	for _, e := range topicEntries(set, 4, bd, true) {
-		got[e.name] = e
+	bd := NewBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 2, DefaultMaxMessageBytes)
+	set := setOf(icodec.Options{u64opt(optMessageExpiry, 86400e6), u64opt(optMaxTopicSize, 8<<30)}, nil)
+	got := map[string]Entry{}
+	for _, e := range TopicEntries(set, 4, bd, true) {
+		got[e.Name] = e
 	}
 	ms, bytes := got["retention.ms"], got["retention.bytes"]
-	if ms.value != "86400000" || ms.source != kmsg.ConfigSourceStaticBrokerConfig || len(ms.synonyms) != 2 ||
-		ms.synonyms[0] != (configSynonym{"log.retention.ms", "86400000", kmsg.ConfigSourceStaticBrokerConfig}) ||
-		ms.synonyms[1] != (configSynonym{"log.retention.ms", "-1", kmsg.ConfigSourceDefaultConfig}) {
+	if ms.Value != "86400000" || ms.Source != kmsg.ConfigSourceStaticBrokerConfig || len(ms.Synonyms) != 2 ||
+		ms.Synonyms[0] != (Synonym{"log.retention.ms", "86400000", kmsg.ConfigSourceStaticBrokerConfig}) ||
+		ms.Synonyms[1] != (Synonym{"log.retention.ms", "-1", kmsg.ConfigSourceDefaultConfig}) {
 		t.Errorf("retention.ms: %+v", ms)
 	}
-	if bytes.value != "2147483648" || bytes.source != kmsg.ConfigSourceDynamicTopicConfig || len(bytes.synonyms) != 3 ||
-		bytes.synonyms[0].source != kmsg.ConfigSourceDynamicTopicConfig || bytes.synonyms[1] != (configSynonym{"log.retention.bytes", "1073741824", kmsg.ConfigSourceStaticBrokerConfig}) {
+	if bytes.Value != "2147483648" || bytes.Source != kmsg.ConfigSourceDynamicTopicConfig || len(bytes.Synonyms) != 3 ||
+		bytes.Synonyms[0].Source != kmsg.ConfigSourceDynamicTopicConfig || bytes.Synonyms[1] != (Synonym{"log.retention.bytes", "1073741824", kmsg.ConfigSourceStaticBrokerConfig}) {
 		t.Errorf("retention.bytes: %+v", bytes)
 	}
 }
 
 func TestPlanAlter(t *testing.T) {
 	// The current topic: 2 partitions, retention.ms and segment.bytes set.
-	cur := optionSetOf(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, nil)
-	set := func(n, v string) alterOp { return alterOp{name: n, op: kmsg.IncrementalAlterConfigOpSet, value: sp(v)} }
-	del := func(n string) alterOp { return alterOp{name: n, op: kmsg.IncrementalAlterConfigOpDelete} }
-	op := func(n string, o kmsg.IncrementalAlterConfigOp, v string) alterOp {
-		return alterOp{name: n, op: o, value: sp(v)}
+	cur := setOf(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, nil)
+	set := func(n, v string) AlterOp { return AlterOp{Name: n, Op: kmsg.IncrementalAlterConfigOpSet, Value: sp(v)} }
+	del := func(n string) AlterOp { return AlterOp{Name: n, Op: kmsg.IncrementalAlterConfigOpDelete} }
+	op := func(n string, o kmsg.IncrementalAlterConfigOp, v string) AlterOp {
+		return AlterOp{Name: n, Op: o, Value: sp(v)}
 	}
 	reset := func(key string) string { // how a reset marker reads back
 		spec, _ := icodec.LookupOption(icodec.TopicOptions, key)
@@ -395,61 +395,61 @@ func TestPlanAlter(t *testing.T) {
 	gw := icodec.Options{stropt(optMessageExpiry, "7 days"), stropt(optSegmentSize, "2 MiB")} // gateway defaults
 	for _, tc := range []struct {
 		name     string
-		ops      []alterOp
+		ops      []AlterOp
 		replace  bool
 		defaults icodec.Options
 		patch    patchWant
 		code     int16
 		msg      string
 	}{
-		{name: "incremental set", ops: []alterOp{set("retention.bytes", "10485760")},
+		{name: "incremental set", ops: []AlterOp{set("retention.bytes", "10485760")},
 			patch: patchWant{optMaxTopicSize: "10485760"}},
-		{name: "incremental delete", ops: []alterOp{del("retention.ms")}, patch: patchWant{optMessageExpiry: "reset"}},
-		{name: "replace resets unnamed", replace: true, ops: []alterOp{set("compression.type", "gzip")},
+		{name: "incremental delete", ops: []AlterOp{del("retention.ms")}, patch: patchWant{optMessageExpiry: "reset"}},
+		{name: "replace resets unnamed", replace: true, ops: []AlterOp{set("compression.type", "gzip")},
 			patch: patchWant{optCompression: "gzip", optMessageExpiry: "reset", optMaxTopicSize: "reset"}},
 		{name: "replace nothing resets all", replace: true,
 			patch: patchWant{optCompression: "reset", optMessageExpiry: "reset", optMaxTopicSize: "reset"}},
-		{name: "create-only same value", ops: []alterOp{set("segment.bytes", "1048576")}, patch: patchWant{}},
-		{name: "create-only new value", ops: []alterOp{set("segment.bytes", "2097152")},
+		{name: "create-only same value", ops: []AlterOp{set("segment.bytes", "1048576")}, patch: patchWant{}},
+		{name: "create-only new value", ops: []AlterOp{set("segment.bytes", "2097152")},
 			code: kerr.InvalidConfig.Code, msg: "Cannot alter segment.bytes"},
-		{name: "create-only delete when set", ops: []alterOp{del("segment.bytes")},
+		{name: "create-only delete when set", ops: []AlterOp{del("segment.bytes")},
 			code: kerr.InvalidConfig.Code, msg: "Cannot delete segment.bytes"},
-		{name: "create-only delete when default", ops: []alterOp{del("flush.messages")}, patch: patchWant{}},
-		{name: "cleanup delete", ops: []alterOp{set("cleanup.policy", "delete")}, patch: patchWant{}},
-		{name: "cleanup compact", ops: []alterOp{set("cleanup.policy", "compact")}, patch: patchWant{}},
-		{name: "cleanup append compact", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")}, patch: patchWant{}},
-		{name: "cleanup subtract delete", ops: []alterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete")},
+		{name: "create-only delete when default", ops: []AlterOp{del("flush.messages")}, patch: patchWant{}},
+		{name: "cleanup delete", ops: []AlterOp{set("cleanup.policy", "delete")}, patch: patchWant{}},
+		{name: "cleanup compact", ops: []AlterOp{set("cleanup.policy", "compact")}, patch: patchWant{}},
+		{name: "cleanup append compact", ops: []AlterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, "compact")}, patch: patchWant{}},
+		{name: "cleanup subtract delete", ops: []AlterOp{op("cleanup.policy", kmsg.IncrementalAlterConfigOpSubtract, "delete")},
 			code: kerr.InvalidConfig.Code, msg: "must not be empty"},
-		{name: "cleanup delete op", ops: []alterOp{del("cleanup.policy")}, patch: patchWant{}},
-		{name: "append on scalar", ops: []alterOp{op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "1")},
+		{name: "cleanup delete op", ops: []AlterOp{del("cleanup.policy")}, patch: patchWant{}},
+		{name: "append on scalar", ops: []AlterOp{op("retention.ms", kmsg.IncrementalAlterConfigOpAppend, "1")},
 			code: kerr.InvalidConfig.Code, msg: "Can't APPEND to key retention.ms because its type is not LIST."},
-		{name: "unknown op", ops: []alterOp{op("retention.ms", 9, "1")}, code: kerr.InvalidRequest.Code, msg: "Unknown operations type 9"},
-		{name: "unknown key", ops: []alterOp{set("foo", "1")}, code: kerr.InvalidConfig.Code, msg: "Unknown topic config name: foo"},
-		{name: "unknown key delete", ops: []alterOp{del("foo")}, code: kerr.InvalidConfig.Code, msg: "foo"},
-		{name: "null value", ops: []alterOp{{name: "retention.ms", op: kmsg.IncrementalAlterConfigOpSet}},
+		{name: "unknown op", ops: []AlterOp{op("retention.ms", 9, "1")}, code: kerr.InvalidRequest.Code, msg: "Unknown operations type 9"},
+		{name: "unknown key", ops: []AlterOp{set("foo", "1")}, code: kerr.InvalidConfig.Code, msg: "Unknown topic config name: foo"},
+		{name: "unknown key delete", ops: []AlterOp{del("foo")}, code: kerr.InvalidConfig.Code, msg: "foo"},
+		{name: "null value", ops: []AlterOp{{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet}},
 			code: kerr.InvalidRequest.Code, msg: "Null value not supported for : retention.ms"},
-		{name: "duplicate key", ops: []alterOp{set("retention.ms", "1"), set("retention.ms", "2")},
+		{name: "duplicate key", ops: []AlterOp{set("retention.ms", "1"), set("retention.ms", "2")},
 			code: kerr.InvalidRequest.Code, msg: "duplicate config keys"},
-		{name: "bad value", ops: []alterOp{set("retention.ms", "x")}, code: kerr.InvalidConfig.Code, msg: "Invalid value x for configuration retention.ms"},
-		{name: "delete falls back to the gateway default", defaults: gw, ops: []alterOp{del("retention.ms")},
+		{name: "bad value", ops: []AlterOp{set("retention.ms", "x")}, code: kerr.InvalidConfig.Code, msg: "Invalid value x for configuration retention.ms"},
+		{name: "delete falls back to the gateway default", defaults: gw, ops: []AlterOp{del("retention.ms")},
 			patch: patchWant{optMessageExpiry: "604800000"}},
 		{name: "replace falls back to the gateway default", defaults: gw, replace: true,
 			patch: patchWant{optCompression: "reset", optMessageExpiry: "604800000", optMaxTopicSize: "reset"}},
-		{name: "create-only delete to another gateway default", defaults: gw, ops: []alterOp{del("segment.bytes")},
+		{name: "create-only delete to another gateway default", defaults: gw, ops: []AlterOp{del("segment.bytes")},
 			code: kerr.InvalidConfig.Code, msg: "Cannot delete segment.bytes"},
-		{name: "size below segment", ops: []alterOp{set("retention.bytes", "1000")}, code: kerr.InvalidConfig.Code, msg: "retention.bytes"},
+		{name: "size below segment", ops: []AlterOp{set("retention.bytes", "1000")}, code: kerr.InvalidConfig.Code, msg: "retention.bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bd := newBrokerDefaults(tc.defaults, 1, kafkaDefaultMaxMessageBytes)
-			patch, next, e := planAlter(cur, 2, tc.ops, tc.replace, bd)
+			bd := NewBrokerDefaults(tc.defaults, 1, DefaultMaxMessageBytes)
+			patch, next, e := PlanAlter(cur, 2, tc.ops, tc.replace, bd)
 			if tc.code != 0 {
-				if e == nil || e.code != tc.code || !strings.Contains(e.msg, tc.msg) {
+				if e == nil || e.Code != tc.code || !strings.Contains(e.Msg, tc.msg) {
 					t.Fatalf("got %+v, want %d %q", e, tc.code, tc.msg)
 				}
 				return
 			}
 			if e != nil {
-				t.Fatalf("refused: %s", e.msg)
+				t.Fatalf("refused: %s", e.Msg)
 			}
 			if len(patch) != len(tc.patch) {
 				t.Fatalf("patch %+v, want %v", patch, tc.patch)
@@ -474,7 +474,7 @@ func TestPlanAlter(t *testing.T) {
 			}
 			// The plan's resulting set is what describing the patched
 			// topic gives.
-			after := optionSetOf(patchOptions(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, patch), nil)
+			after := setOf(patchOptions(icodec.Options{u64opt(optMessageExpiry, 60e6), u64opt(optSegmentSize, 1<<20)}, patch), nil)
 			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
 				if after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k] {
 					t.Errorf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])
@@ -514,11 +514,11 @@ func kafkaNameOf(key string) *topicConfig {
 
 func TestBrokerEntries(t *testing.T) {
 	rack := "r1"
-	bd := newBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 4, kafkaDefaultMaxMessageBytes)
-	got := map[string]configEntry{}
-	for _, e := range brokerEntries(7, &rack, bd, true, true) {
-		got[e.name] = e
-		if !e.readOnly || len(e.synonyms) == 0 || e.synonyms[0].name != e.name {
+	bd := NewBrokerDefaults(icodec.Options{stropt(optMessageExpiry, "1 day"), stropt(optMaxTopicSize, "4 GiB")}, 4, DefaultMaxMessageBytes)
+	got := map[string]Entry{}
+	for _, e := range BrokerEntries(7, &rack, bd, true, true) {
+		got[e.Name] = e
+		if !e.ReadOnly || len(e.Synonyms) == 0 || e.Synonyms[0].Name != e.Name {
 			t.Errorf("%+v", e)
 		}
 	}
@@ -539,51 +539,12 @@ func TestBrokerEntries(t *testing.T) {
 		"log.flush.interval.messages": {"1024", kmsg.ConfigSourceDefaultConfig},
 	} {
 		e, ok := got[name]
-		if !ok || e.value != w.value || e.source != w.source {
+		if !ok || e.Value != w.value || e.Source != w.source {
 			t.Errorf("%s: %+v, want %+v", name, e, w)
 		}
 	}
-	if s := got["log.retention.ms"].synonyms; len(s) != 2 || s[1].source != kmsg.ConfigSourceDefaultConfig || s[1].value != "-1" {
+	if s := got["log.retention.ms"].Synonyms; len(s) != 2 || s[1].Source != kmsg.ConfigSourceDefaultConfig || s[1].Value != "-1" {
 		t.Errorf("log.retention.ms synonyms %+v", s)
-	}
-}
-
-// TestKafkaCodeAdmin: the Iggy outcomes the admin APIs meet, through the
-// one table of errors.go.
-func TestKafkaCodeAdmin(t *testing.T) {
-	for st, want := range map[icodec.Status]int16{
-		icodec.StatusTopicNameAlreadyExists:     kerr.TopicAlreadyExists.Code,
-		icodec.StatusUnsupportedOptionKey:       kerr.InvalidConfig.Code,
-		icodec.StatusInvalidOptionValue:         kerr.InvalidConfig.Code,
-		icodec.StatusInvalidTopicSize:           kerr.InvalidConfig.Code,
-		icodec.StatusTooManyPartitions:          kerr.InvalidPartitions.Code,
-		icodec.StatusPartitionsLimitReached:     kerr.InvalidPartitions.Code,
-		icodec.StatusTooManyTopics:              kerr.PolicyViolation.Code,
-		icodec.StatusTooManyStreams:             kerr.PolicyViolation.Code,
-		icodec.StatusTopicIDNotFound:            kerr.UnknownTopicOrPartition.Code,
-		icodec.StatusStreamIDNotFound:           kerr.UnknownTopicOrPartition.Code,
-		icodec.StatusUnauthorized:               kerr.TopicAuthorizationFailed.Code,
-		icodec.StatusTransientNotCommitted:      kerr.RequestTimedOut.Code,
-		icodec.StatusCannotCreateTopicDirectory: kerr.UnknownServerError.Code,
-	} {
-		if got := kafkaCode(st, scopeAdmin); got != want {
-			t.Errorf("%v: %d, want %d", st, got, want)
-		}
-	}
-}
-
-func TestTopicNameProblem(t *testing.T) {
-	for name, want := range map[string]string{
-		"ok.topic_1-x":           "",
-		"":                       "can't be empty",
-		".":                      `cannot be "." or ".."`,
-		strings.Repeat("a", 250): "longer than 249",
-		"a/b":                    "contains a character other than",
-	} {
-		got := topicNameProblem(name)
-		if (want == "") != (got == "") || !strings.Contains(got, want) {
-			t.Errorf("%q: %q, want %q", name, got, want)
-		}
 	}
 }
 
@@ -597,49 +558,49 @@ func FuzzTopicConfigs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kv string, partitions uint32, op uint8) {
 		name, value, _ := strings.Cut(kv, "=")
 		partitions %= 1001
-		_, _, _ = createOptions(icodec.Options{stropt(optMessageExpiry, value), stropt(optMaxTopicSize, value)},
-			[]kafkaConfigValue{{name: name, value: &value}}, partitions)
-		cur := optionSetOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
-		bd := newBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions), kafkaDefaultMaxMessageBytes)
-		patch, next, e := planAlter(cur, partitions, []alterOp{{name: name, op: kmsg.IncrementalAlterConfigOp(op % 5), value: &value}}, op%2 == 0, bd)
+		_, _, _ = CreateOptions(icodec.Options{stropt(optMessageExpiry, value), stropt(optMaxTopicSize, value)},
+			[]Value{{Name: name, Value: &value}}, partitions)
+		cur := setOf(icodec.Options{stropt(optSegmentSize, value), {Key: optCompression, Kind: icodec.HeaderKind(op), Value: []byte(value)}}, nil)
+		bd := NewBrokerDefaults(icodec.Options{stropt(optMaxTopicSize, value)}, int32(partitions), DefaultMaxMessageBytes)
+		patch, next, e := PlanAlter(cur, partitions, []AlterOp{{Name: name, Op: kmsg.IncrementalAlterConfigOp(op % 5), Value: &value}}, op%2 == 0, bd)
 		if e == nil {
-			after := optionSetOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)
+			after := setOf(patchOptions(icodec.Options{stropt(optSegmentSize, value)}, patch), nil)
 			for _, k := range []string{optMessageExpiry, optMaxTopicSize, optCompression} {
 				if _, sent := patch.Get(k); sent && (after.vals[k] != next.vals[k] || after.explicit[k] != next.explicit[k]) {
 					t.Fatalf("%s: planned %d/%v, reads back %d/%v", k, next.vals[k], next.explicit[k], after.vals[k], after.explicit[k])
 				}
 			}
 		}
-		_ = topicEntries(cur, partitions, bd, true)
+		_ = TopicEntries(cur, partitions, bd, true)
 		_, _ = icodec.ParseHumanDuration(value)
 		_, _ = icodec.ParseByteSize(value)
 	})
 }
 
-// TestHeldConfigOps: the held configs (topicheld.go) through planAlter: a
+// TestHeldConfigOps: the held configs (held.go) through PlanAlter: a
 // SET, APPEND and SUBTRACT on cleanup.policy, DELETE back to the default,
 // and AlterConfigs (replace) dropping what it does not name.
 func TestHeldConfigOps(t *testing.T) {
-	bd := newBrokerDefaults(nil, 1, kafkaDefaultMaxMessageBytes)
+	bd := NewBrokerDefaults(nil, 1, DefaultMaxMessageBytes)
 	cur := defaultOptionSet()
 	v := func(s string) *string { return &s }
 	steps := []struct {
-		ops     []alterOp
+		ops     []AlterOp
 		replace bool
 		policy  string
 		held    int
 	}{
-		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSet, value: v("compact")}}, false, "compact", 1},
-		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpAppend, value: v("delete")}}, false, "compact,delete", 1},
-		{[]alterOp{{name: "min.insync.replicas", op: kmsg.IncrementalAlterConfigOpSet, value: v(" 2 ")}}, false, "compact,delete", 2},
-		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSubtract, value: v("compact")}}, false, "delete", 2},
-		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpDelete}}, false, "delete", 1},
-		{[]alterOp{{name: "cleanup.policy", op: kmsg.IncrementalAlterConfigOpSet, value: v("compact")}}, true, "compact", 1},
+		{[]AlterOp{{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpSet, Value: v("compact")}}, false, "compact", 1},
+		{[]AlterOp{{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpAppend, Value: v("delete")}}, false, "compact,delete", 1},
+		{[]AlterOp{{Name: "min.insync.replicas", Op: kmsg.IncrementalAlterConfigOpSet, Value: v(" 2 ")}}, false, "compact,delete", 2},
+		{[]AlterOp{{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpSubtract, Value: v("compact")}}, false, "delete", 2},
+		{[]AlterOp{{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpDelete}}, false, "delete", 1},
+		{[]AlterOp{{Name: "cleanup.policy", Op: kmsg.IncrementalAlterConfigOpSet, Value: v("compact")}}, true, "compact", 1},
 	}
 	for i, st := range steps {
-		_, next, e := planAlter(cur, 1, st.ops, st.replace, bd)
+		_, next, e := PlanAlter(cur, 1, st.ops, st.replace, bd)
 		if e != nil {
-			t.Fatalf("step %d: %s", i, e.msg)
+			t.Fatalf("step %d: %s", i, e.Msg)
 		}
 		if got := next.heldValue(cleanupPolicyName); got != st.policy || len(next.held) != st.held {
 			t.Fatalf("step %d: policy %q, held %v", i, got, next.held)

@@ -1,6 +1,6 @@
 // Produce side of the record mapping: Kafka records -> Iggy messages.
 
-package bridge
+package records
 
 import (
 	"bytes"
@@ -13,10 +13,15 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kbin"
+
 	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
-	"github.com/twmb/franz-go/pkg/kbin"
 )
+
+// BatchHeaderSize is the size of a record batch v2's header (the bytes
+// before its first record).
+const BatchHeaderSize = kbHeaderSize
 
 // Layout of a record batch v2 (offsets from the batch start, big-endian).
 const (
@@ -60,10 +65,10 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// KafkaBatchInfo is what the bridge needs of one Kafka batch of a Produce
+// BatchInfo is what the bridge needs of one Kafka batch of a Produce
 // partition after mapping, without parsing it again. A legacy (magic 0/1)
 // top-level message counts as one batch with no producer fields.
-type KafkaBatchInfo struct {
+type BatchInfo struct {
 	FirstIndex    int   // index of the batch's first message among all mapped messages of the input
 	Records       int   // number of records = Iggy messages the batch mapped to
 	Magic         int8  // 0, 1 or 2
@@ -75,7 +80,7 @@ type KafkaBatchInfo struct {
 
 // Idempotent reports whether the batch came from an idempotent producer
 // (a v2 batch with a producer id and a base sequence).
-func (b *KafkaBatchInfo) Idempotent() bool {
+func (b *BatchInfo) Idempotent() bool {
 	return b.Magic == 2 && b.ProducerID >= 0 && b.BaseSequence >= 0
 }
 
@@ -83,7 +88,7 @@ func (b *KafkaBatchInfo) Idempotent() bool {
 // iggy.BatchBuilder.Add. Payload and Headers alias the input or the
 // decoder's scratch buffers and are valid until the next call of Next.
 type MappedMessage struct {
-	ID              wire.U128 // random UUID v4 (see RecordDecoder)
+	ID              wire.U128 // random UUID v4 (see Decoder)
 	OriginTimestamp uint64    // µs; 0 for Kafka timestamps -1 and 0
 	Payload         []byte
 	Headers         []byte // user-headers block, kafka.v first
@@ -96,7 +101,7 @@ const (
 	recModeLegacy        // legacy messages (a top-level one, or a wrapper's inner set)
 )
 
-// RecordDecoder maps the Records bytes of one Produce partition to Iggy
+// Decoder maps the Records bytes of one Produce partition to Iggy
 // messages (mapping version 1, KAFKA-ON-IGGY §2). Use it as an iterator:
 //
 //	d.Reset(records, budget)
@@ -105,10 +110,10 @@ const (
 //		err := builder.Add(m.ID, m.OriginTimestamp, m.Payload, m.Headers)
 //		...
 //	}
-//	if err := d.Err(); err != nil { ... RecordsErrorCode(err) ... }
+//	if err := d.Err(); err != nil { ... ErrorCode(err) ... }
 //	infos := d.Batches()
 //
-// or let MapInto do exactly that. The zero value is ready; a RecordDecoder
+// or let mapInto do exactly that. The zero value is ready; a Decoder
 // keeps its scratch buffers and codec readers between inputs, so pool it
 // (sync.Pool) and mapping allocates nothing per record in steady state. It
 // is not safe for concurrent use.
@@ -134,8 +139,8 @@ const (
 // id from (producer id, sequence) was considered and rejected: producer ids
 // restart from the same counter after a gateway restart, so a server with
 // id deduplication enabled would drop new records as duplicates; producer
-// dedup happens in the bridge with KafkaBatchInfo instead.
-type RecordDecoder struct {
+// dedup happens in the bridge with BatchInfo instead.
+type Decoder struct {
 	src      []byte // top-level input not yet entered
 	in       []byte // the whole input (for offsets in errors)
 	budget   *DecompressBudget
@@ -153,7 +158,7 @@ type RecordDecoder struct {
 	stampTS   int64 // ms, valid when stamp
 	inner     bool  // legacy: recs is a wrapper's inner set
 
-	batches []KafkaBatchInfo
+	batches []BatchInfo
 	total   int
 	msg     MappedMessage
 	err     error
@@ -171,7 +176,7 @@ type RecordDecoder struct {
 // Reset starts decoding records, charging decompression to budget (see
 // DecompressBudget; nil means no decompression allowed). records is not
 // modified and must stay unchanged while messages are in use.
-func (d *RecordDecoder) Reset(records []byte, budget *DecompressBudget) {
+func (d *Decoder) Reset(records []byte, budget *DecompressBudget) {
 	d.src, d.in, d.budget = records, records, budget
 	d.batchIdx, d.batchOff, d.recIdx = -1, 0, 0
 	d.mode, d.recs, d.left, d.inner = recModeIdle, nil, 0, false
@@ -185,13 +190,13 @@ func (d *RecordDecoder) Reset(records []byte, budget *DecompressBudget) {
 // StampAppendTime makes every record of the input get timestamp ms (after
 // Reset): the append time of a LogAppendTime topic, which replaces the
 // producer's CreateTime as a Kafka broker replaces it.
-func (d *RecordDecoder) StampAppendTime(ms int64) {
+func (d *Decoder) StampAppendTime(ms int64) {
 	d.stamp, d.stampTS = true, ms
 }
 
 // Next decodes the next record and reports whether there is one; false at
 // the end of the input or on the first error (see Err).
-func (d *RecordDecoder) Next() bool {
+func (d *Decoder) Next() bool {
 	if d.err != nil {
 		return false
 	}
@@ -232,7 +237,7 @@ func (d *RecordDecoder) Next() bool {
 	}
 }
 
-func (d *RecordDecoder) fail(err error) {
+func (d *Decoder) fail(err error) {
 	d.err = err
 	d.msg = MappedMessage{}
 	d.trim()
@@ -240,7 +245,7 @@ func (d *RecordDecoder) fail(err error) {
 
 // trim drops scratch buffers too large to keep in a pooled decoder (one
 // huge record must not pin its size for the decoder's lifetime).
-func (d *RecordDecoder) trim() {
+func (d *Decoder) trim() {
 	d.z.trim()
 	if cap(d.env) > recMaxRetained {
 		d.env = nil
@@ -254,31 +259,31 @@ func (d *RecordDecoder) trim() {
 }
 
 // Message returns the current mapped message (valid until the next Next).
-func (d *RecordDecoder) Message() MappedMessage { return d.msg }
+func (d *Decoder) Message() MappedMessage { return d.msg }
 
-// Err returns the first error: a *RecordsError wrapping one of the Err*
+// Err returns the first error: a *Error wrapping one of the Err*
 // sentinels of records.go.
-func (d *RecordDecoder) Err() error { return d.err }
+func (d *Decoder) Err() error { return d.err }
 
-// Batches returns one KafkaBatchInfo per top-level batch entered so far;
+// Batches returns one BatchInfo per top-level batch entered so far;
 // complete once Next returned false without error. The slice is reused by
 // the next Reset.
-func (d *RecordDecoder) Batches() []KafkaBatchInfo { return d.batches }
+func (d *Decoder) Batches() []BatchInfo { return d.batches }
 
 // Count returns the number of messages yielded since Reset.
-func (d *RecordDecoder) Count() int { return d.total }
+func (d *Decoder) Count() int { return d.total }
 
-// MapInto decodes records (as Reset) and adds every mapped message to b,
+// mapInto decodes records (as Reset) and adds every mapped message to b,
 // which the caller has begun. When a message would make b's origin
-// timestamps span more than iggy.MaxTimestampSpan µs, MapInto calls split(b):
+// timestamps span more than iggy.MaxTimestampSpan µs, mapInto calls split(b):
 // split must finish b (keeping the batch bytes; they are to be sent before
 // the next ones, so the offsets stay one contiguous range) and Begin it
-// again, and MapInto then adds the message to the fresh batch. With a nil
-// split such a message fails with iggy.ErrTimestampSpan. MapInto returns
+// again, and mapInto then adds the message to the fresh batch. With a nil
+// split such a message fails with iggy.ErrTimestampSpan. mapInto returns
 // the number of messages added; on error the caller discards every batch
 // of the request (nothing is half-mapped on purpose). Batches reports the
 // Kafka batches afterwards.
-func (d *RecordDecoder) MapInto(b *iggy.BatchBuilder, records []byte, budget *DecompressBudget, split func(*iggy.BatchBuilder) error) (int, error) {
+func (d *Decoder) mapInto(b *iggy.BatchBuilder, records []byte, budget *DecompressBudget, split func(*iggy.BatchBuilder) error) (int, error) {
 	d.Reset(records, budget)
 	n := 0
 	for d.Next() {
@@ -298,18 +303,18 @@ func (d *RecordDecoder) MapInto(b *iggy.BatchBuilder, records []byte, budget *De
 	return n, d.err
 }
 
-// batchErr builds a *RecordsError about the current batch itself.
-func (d *RecordDecoder) batchErr(sentinel error, detail string) error {
-	return &RecordsError{Batch: d.batchIdx, Record: -1, Offset: d.batchOff, Detail: detail, Err: sentinel}
+// batchErr builds a *Error about the current batch itself.
+func (d *Decoder) batchErr(sentinel error, detail string) error {
+	return &Error{Batch: d.batchIdx, Record: -1, Offset: d.batchOff, Detail: detail, Err: sentinel}
 }
 
-// recErr builds a *RecordsError about the current record.
-func (d *RecordDecoder) recErr(sentinel error, detail string) error {
-	return &RecordsError{Batch: d.batchIdx, Record: d.recIdx, Offset: d.batchOff, Detail: detail, Err: sentinel}
+// recErr builds a *Error about the current record.
+func (d *Decoder) recErr(sentinel error, detail string) error {
+	return &Error{Batch: d.batchIdx, Record: d.recIdx, Offset: d.batchOff, Detail: detail, Err: sentinel}
 }
 
 // enter starts the next top-level entry: a v2 batch or a legacy message.
-func (d *RecordDecoder) enter() error {
+func (d *Decoder) enter() error {
 	d.batchIdx++
 	d.batchOff = len(d.in) - len(d.src)
 	d.recIdx = 0
@@ -327,7 +332,7 @@ func (d *RecordDecoder) enter() error {
 }
 
 // enterV2 checks a record batch v2 and positions the decoder on its records.
-func (d *RecordDecoder) enterV2() error {
+func (d *Decoder) enterV2() error {
 	src := d.src
 	if len(src) < kbHeaderSize {
 		return d.batchErr(ErrCorruptRecords, "truncated batch header: "+strconv.Itoa(len(src))+" bytes")
@@ -353,7 +358,7 @@ func (d *RecordDecoder) enterV2() error {
 		return d.batchErr(ErrTransactionalBatch, "")
 	}
 	codec := int(attrs & kbAttrCodec)
-	if codec > recCodecZstd {
+	if codec > CodecZstd {
 		return d.batchErr(ErrUnsupportedCompression, "codec "+strconv.Itoa(codec))
 	}
 	count := int32(binary.BigEndian.Uint32(b[kbRecordCount:]))
@@ -364,7 +369,7 @@ func (d *RecordDecoder) enterV2() error {
 		return d.batchErr(ErrInvalidRecords, "lastOffsetDelta "+strconv.Itoa(int(lod))+" with "+strconv.Itoa(int(count))+" records")
 	}
 	recs := b[kbHeaderSize:]
-	if codec != recCodecNone {
+	if codec != CodecNone {
 		// Fail fast: the records could never fit in what is left of the
 		// budget, so do not decompress at all.
 		if int64(count)*kbMinRecord > int64(d.budget.Left()) {
@@ -379,7 +384,7 @@ func (d *RecordDecoder) enterV2() error {
 	if int64(count)*kbMinRecord > int64(len(recs)) {
 		return d.batchErr(ErrCorruptRecords, strconv.Itoa(int(count))+" records cannot fit in "+strconv.Itoa(len(recs))+" bytes")
 	}
-	d.batches = append(d.batches, KafkaBatchInfo{
+	d.batches = append(d.batches, BatchInfo{
 		FirstIndex:    d.total,
 		Records:       int(count),
 		Magic:         2,
@@ -395,7 +400,7 @@ func (d *RecordDecoder) enterV2() error {
 	return nil
 }
 
-func (d *RecordDecoder) decompressErr(err error) error {
+func (d *Decoder) decompressErr(err error) error {
 	switch {
 	case errors.Is(err, errBudget):
 		return d.batchErr(ErrDecompressBudget, "budget "+strconv.Itoa(d.budget.Left())+" bytes")
@@ -406,7 +411,7 @@ func (d *RecordDecoder) decompressErr(err error) error {
 }
 
 // nextV2 decodes and maps the next record of a v2 batch.
-func (d *RecordDecoder) nextV2() error {
+func (d *Decoder) nextV2() error {
 	b := d.recs
 	length, n := kbin.Varint(b)
 	if n <= 0 || length < 0 || int(length) > len(b)-n {
@@ -501,7 +506,7 @@ func recVarintBytes(b []byte) (field []byte, null bool, rest []byte, ok bool) {
 // enterLegacy starts a top-level magic 0/1 message: an uncompressed one is
 // decoded by nextLegacy as a set of one; a compressed wrapper is checked
 // and its inner message set decompressed.
-func (d *RecordDecoder) enterLegacy(magic int8) error {
+func (d *Decoder) enterLegacy(magic int8) error {
 	src := d.src
 	m, n, lerr := parseLegacyMessage(src)
 	if lerr != nil {
@@ -510,19 +515,19 @@ func (d *RecordDecoder) enterLegacy(magic int8) error {
 	entry := src[:n:n]
 	d.src = src[n:]
 	codec := int(m.attrs & lmAttrCodec)
-	d.batches = append(d.batches, KafkaBatchInfo{
+	d.batches = append(d.batches, BatchInfo{
 		FirstIndex: d.total, Magic: magic, Compression: int8(codec),
 		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 	})
 	d.mode, d.inner, d.logAppend = recModeLegacy, false, false
-	if codec == recCodecNone {
+	if codec == CodecNone {
 		d.recs = entry
 		return nil
 	}
 	switch {
-	case codec > recCodecLZ4:
+	case codec > CodecLZ4:
 		return d.batchErr(ErrUnsupportedCompression, "codec "+strconv.Itoa(codec)+" in a magic "+strconv.Itoa(int(magic))+" message")
-	case codec == recCodecLZ4 && magic == 0:
+	case codec == CodecLZ4 && magic == 0:
 		return d.batchErr(ErrUnsupportedRecords, "lz4 in magic 0 (non-standard frame checksum)")
 	case m.valueNull:
 		return d.batchErr(ErrInvalidRecords, "compressed wrapper without a value")
@@ -542,7 +547,7 @@ func (d *RecordDecoder) enterLegacy(magic int8) error {
 }
 
 // nextLegacy decodes and maps the next legacy message of d.recs.
-func (d *RecordDecoder) nextLegacy() error {
+func (d *Decoder) nextLegacy() error {
 	m, n, lerr := parseLegacyMessage(d.recs)
 	if lerr != nil {
 		return d.recErr(lerr.sentinel, lerr.detail)
@@ -570,7 +575,7 @@ type legacyMsg struct {
 }
 
 // Static parse failures of legacy messages; the decoder reports their
-// sentinel and detail in a *RecordsError.
+// sentinel and detail in a *Error.
 var (
 	errLegacyTruncated = &legacyErr{ErrCorruptRecords, "truncated message"}
 	errLegacySize      = &legacyErr{ErrCorruptRecords, "message size"}
@@ -650,7 +655,7 @@ func legacyBytes(p []byte) (field []byte, null bool, rest []byte, ok bool) {
 }
 
 // emit maps d.view with Kafka timestamp ts (ms) into d.msg.
-func (d *RecordDecoder) emit(ts int64) error {
+func (d *Decoder) emit(ts int64) error {
 	if d.stamp {
 		ts = d.stampTS
 	}
@@ -693,7 +698,7 @@ func (d *RecordDecoder) emit(ts int64) error {
 		}
 	}
 	d.uh = uh
-	d.msg = MappedMessage{ID: d.newID(), OriginTimestamp: origin, Payload: payload, Headers: uh}
+	d.msg = MappedMessage{ID: d.NewID(), OriginTimestamp: origin, Payload: payload, Headers: uh}
 	d.total++
 	d.recIdx++
 	return nil
@@ -717,7 +722,7 @@ const (
 // header value null, empty or over 255 bytes; two headers with one name;
 // or a user-headers block over 100,000 bytes (computed exactly: the block
 // emit would write).
-func (d *RecordDecoder) needsEnvelope(v *recView, epoch bool) bool {
+func (d *Decoder) needsEnvelope(v *recView, epoch bool) bool {
 	if !v.keyNull && (len(v.key) == 0 || len(v.key) > recMaxField) {
 		return true
 	}
@@ -755,7 +760,7 @@ func (d *RecordDecoder) needsEnvelope(v *recView, epoch bool) bool {
 // hasDuplicateNames reports whether two headers share a name: pairwise for
 // few headers, else by sorting a copy (O(n log n), no allocation once the
 // scratch has grown).
-func (d *RecordDecoder) hasDuplicateNames(hs []recHeader) bool {
+func (d *Decoder) hasDuplicateNames(hs []recHeader) bool {
 	if len(hs) < recDupSortMin {
 		for i := 1; i < len(hs); i++ {
 			for j := range i {
@@ -776,9 +781,9 @@ func (d *RecordDecoder) hasDuplicateNames(hs []recHeader) bool {
 	return false
 }
 
-// newID returns a random UUID v4 as Iggy's u128 (the UUID's bytes are the
+// NewID returns a random UUID v4 as Iggy's u128 (the UUID's bytes are the
 // little-endian wire bytes, as the SDKs' Uuid::to_u128_le gives).
-func (d *RecordDecoder) newID() wire.U128 {
+func (d *Decoder) NewID() wire.U128 {
 	if d.rng == nil {
 		var seed [32]byte
 		_, _ = rand.Read(seed[:]) // never fails (Go 1.24+)

@@ -1,7 +1,5 @@
-package bridge
-
-// Committed offsets in Iggy (KAFKA-ON-IGGY §6): the store behind
-// OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups.
+// Package offsets keeps committed offsets in Iggy (KAFKA-ON-IGGY §6): the
+// store behind OffsetCommit, OffsetFetch, OffsetDelete and DeleteGroups.
 //
 // Modes (offsets.mode):
 //   - external-group: Iggy consumer kind 3 (ExternalGroup), id = the name
@@ -78,37 +76,38 @@ package bridge
 // consumer mode when the zero marker is involved) and nothing is taken
 // under it but the Iggy client's own leaf locks.
 
+package offsets
+
 import (
 	"context"
 	"errors"
 	"math"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
-// offsetMode is where committed offsets live.
-type offsetMode uint8
+// Mode is where committed offsets live.
+type Mode uint8
 
 const (
-	offsetModeUnknown  offsetMode = iota // auto, not decided yet
-	offsetModeExternal                   // kind 3, value verbatim
-	offsetModeConsumer                   // kind 1, value - 1
+	ModeUnknown  Mode = iota // auto, not decided yet
+	ModeExternal             // kind 3, value verbatim
+	ModeConsumer             // kind 1, value - 1
 )
 
-func (m offsetMode) String() string {
+func (m Mode) String() string {
 	switch m {
-	case offsetModeExternal:
+	case ModeExternal:
 		return "external-group"
-	case offsetModeConsumer:
+	case ModeConsumer:
 		return "consumer"
 	}
 	return "auto"
@@ -127,9 +126,9 @@ const (
 	// maxGroupIDLen is the longest Kafka group id whose Iggy name fits an
 	// Iggy name (255 bytes).
 	maxGroupIDLen = 255 - len(groupPrefix)
-	// offsetsParallel bounds the Iggy calls one offsets request runs at
+	// MaxParallel bounds the Iggy calls one offsets request runs at
 	// once.
-	offsetsParallel = 16
+	MaxParallel = 16
 	// commitSlotsPrune is the slot count above which idle ordering slots
 	// are pruned.
 	commitSlotsPrune = 4096
@@ -138,15 +137,19 @@ const (
 	commitSlotIdle = time.Minute
 )
 
-// errOffsetsMode is returned when the auto mode cannot be decided.
-var errOffsetsMode = errors.New("bridge: offsets mode not decided yet")
+// ErrModeUndecided is returned when the auto mode cannot be decided.
+var ErrModeUndecided = errors.New("bridge: offsets mode not decided yet")
 
-// errKind3Refused is returned by every offsets write once a pinned
+// ErrNoOffsets is what DeleteGroupOffsets returns when the group has no
+// committed offsets.
+var ErrNoOffsets = errors.New("offsets: group has no committed offsets")
+
+// ErrKind3Refused is returned by every offsets write once a pinned
 // external-group mode met a server that refuses consumer kind 3.
-var errKind3Refused = errors.New("bridge: the Iggy server refuses consumer kind 3 (ExternalGroup); set offsets.mode to auto or consumer")
+var ErrKind3Refused = errors.New("bridge: the Iggy server refuses consumer kind 3 (ExternalGroup); set offsets.mode to auto or consumer")
 
-// validGroupID applies the group-id rule of §6.
-func validGroupID(g string) bool {
+// ValidGroupID applies the group-id rule of §6.
+func ValidGroupID(g string) bool {
 	return g != "" && len(g) <= maxGroupIDLen && utf8.ValidString(g)
 }
 
@@ -160,10 +163,12 @@ func markerOf(group string) icodec.Consumer {
 	return icodec.Consumer{Kind: icodec.ConsumerKindConsumer, ID: stringID(markerPrefix + group)}
 }
 
-// offsetStore keeps committed offsets in Iggy.
-type offsetStore struct {
-	b      *Bridge
-	pinned offsetMode // configured mode; unknown = auto
+// Store keeps committed offsets in Iggy.
+type Store struct {
+	client *iggy.Client
+	topics Topics
+	log    zerolog.Logger
+	pinned Mode // configured mode; unknown = auto
 
 	modeAt atomic.Uint32 // auto: the generation the mode was last logged for
 
@@ -171,42 +176,63 @@ type offsetStore struct {
 	kind3Refused atomic.Bool // a pinned external-group mode was refused
 }
 
-func newOffsetStore(b *Bridge) *offsetStore {
-	s := &offsetStore{b: b}
-	switch b.cfg.Offsets.Mode {
+// New returns the store of committed offsets on client, for the Kafka
+// topics of topics, in mode (offsets.mode: auto, external-group or
+// consumer).
+func New(client *iggy.Client, topics Topics, mode string, log zerolog.Logger) *Store {
+	s := &Store{client: client, topics: topics, log: log}
+	switch mode {
 	case "external-group":
-		s.pinned = offsetModeExternal
+		s.pinned = ModeExternal
 	case "consumer":
-		s.pinned = offsetModeConsumer
+		s.pinned = ModeConsumer
 	}
 	s.order.slots = map[commitKey]*commitSlot{}
 	return s
 }
 
-// modeFor is the auto mode for protocol generation p.
-func modeFor(p icodec.ProtocolVersion) offsetMode {
-	if p.ExternalGroupOffsets() {
-		return offsetModeExternal
-	}
-	return offsetModeConsumer
+// Topics is what the store needs of the topic mapping: every Kafka topic
+// and the Iggy topic of a Kafka name.
+type Topics interface {
+	// List returns every Kafka topic, sorted by name.
+	List(ctx context.Context) ([]string, error)
+	// Ref is the Iggy topic of Kafka topic name.
+	Ref(name string) iggy.TopicRef
 }
 
-// resolveMode returns the mode: the pinned one, or in auto mode the one of
+// statusCode is the Iggy status code behind err, 0 when none.
+func statusCode(err error) uint32 {
+	var st icodec.Status
+	if errors.As(err, &st) {
+		return uint32(st)
+	}
+	return 0
+}
+
+// modeFor is the auto mode for protocol generation p.
+func modeFor(p icodec.ProtocolVersion) Mode {
+	if p.ExternalGroupOffsets() {
+		return ModeExternal
+	}
+	return ModeConsumer
+}
+
+// ResolveMode returns the mode: the pinned one, or in auto mode the one of
 // the protocol generation of the latest login (logged when it changes).
-func (s *offsetStore) resolveMode(context.Context, iggy.TopicRef) (offsetMode, error) {
-	if s.pinned != offsetModeUnknown {
-		if s.pinned == offsetModeExternal && s.kind3Refused.Load() {
-			return s.pinned, errKind3Refused
+func (s *Store) ResolveMode(context.Context, iggy.TopicRef) (Mode, error) {
+	if s.pinned != ModeUnknown {
+		if s.pinned == ModeExternal && s.kind3Refused.Load() {
+			return s.pinned, ErrKind3Refused
 		}
 		return s.pinned, nil
 	}
-	p := s.b.iggy.Protocol()
+	p := s.client.Protocol()
 	if p == 0 {
-		return offsetModeUnknown, errOffsetsMode
+		return ModeUnknown, ErrModeUndecided
 	}
 	m := modeFor(p)
 	if s.modeAt.Swap(uint32(p)) != uint32(p) {
-		s.b.log.Info().Str("offsets_mode", m.String()).Str("iggy_protocol", p.String()).
+		s.log.Info().Str("offsets_mode", m.String()).Str("iggy_protocol", p.String()).
 			Msg("offsets: mode chosen by the server's protocol generation")
 	}
 	return m, nil
@@ -218,23 +244,23 @@ func stringID(name string) icodec.Identifier {
 }
 
 // consumerOf is the Iggy consumer holding a group's offsets in mode m.
-func consumerOf(m offsetMode, group string) icodec.Consumer {
+func consumerOf(m Mode, group string) icodec.Consumer {
 	kind := icodec.ConsumerKindConsumer
-	if m == offsetModeExternal {
+	if m == ModeExternal {
 		kind = icodec.ConsumerKindExternalGroup
 	}
 	return icodec.Consumer{Kind: kind, ID: stringID(iggyGroupName(group))}
 }
 
-// prepare readies the commits of a group on Iggy topic ref: it resolves
+// Prepare readies the commits of a group on Iggy topic ref: it resolves
 // the mode and, in external-group mode, makes sure the Iggy group exists.
 // Call it once per topic of a commit request.
-func (s *offsetStore) prepare(ctx context.Context, group string, ref iggy.TopicRef) (offsetMode, error) {
-	mode, err := s.resolveMode(ctx, ref)
+func (s *Store) Prepare(ctx context.Context, group string, ref iggy.TopicRef) (Mode, error) {
+	mode, err := s.ResolveMode(ctx, ref)
 	if err != nil {
 		return mode, err
 	}
-	if mode == offsetModeExternal {
+	if mode == ModeExternal {
 		if err := s.ensureGroup(ctx, ref, group, false); err != nil {
 			return mode, err
 		}
@@ -242,20 +268,20 @@ func (s *offsetStore) prepare(ctx context.Context, group string, ref iggy.TopicR
 	return mode, nil
 }
 
-// commit stores (offset >= 0) or deletes (offset < 0) the committed offset
+// Commit stores (offset >= 0) or deletes (offset < 0) the committed offset
 // of a group on one partition of Iggy topic ref, in mode (from prepare),
 // in order with the other writes of that key (see commitOrder).
-func (s *offsetStore) commit(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32, offset int64, tk commitTicket) error {
+func (s *Store) Commit(ctx context.Context, mode Mode, group string, ref iggy.TopicRef, partition int32, offset int64, tk Ticket) error {
 	if offset < 0 {
-		return s.remove(ctx, group, ref, partition, tk)
+		return s.Remove(ctx, group, ref, partition, tk)
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
 	return s.order.run(key, tk, func(sl *commitSlot) error {
-		if mode == offsetModeConsumer {
+		if mode == ModeConsumer {
 			return s.writeConsumer(ctx, sl, group, ref, partition, offset)
 		}
 		err := s.write(ctx, mode, group, ref, partition, offset)
-		if err != nil && mode == offsetModeExternal && groupMissing(err) {
+		if err != nil && mode == ModeExternal && groupMissing(err) {
 			// The Iggy group (or the topic) went away: create it again
 			// and try once more.
 			if err := s.ensureGroup(ctx, ref, group, true); err != nil {
@@ -270,17 +296,17 @@ func (s *offsetStore) commit(ctx context.Context, mode offsetMode, group string,
 	})
 }
 
-// remove deletes the committed offset of a group on one partition, in
+// Remove deletes the committed offset of a group on one partition, in
 // order with the other writes of that key. Nothing stored, or no Iggy
 // group to hold it, counts as success; no Iggy group is created.
-func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRef, partition int32, tk commitTicket) error {
-	mode, err := s.resolveMode(ctx, ref)
+func (s *Store) Remove(ctx context.Context, group string, ref iggy.TopicRef, partition int32, tk Ticket) error {
+	mode, err := s.ResolveMode(ctx, ref)
 	if err != nil {
 		return err
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
 	return s.order.run(key, tk, func(sl *commitSlot) error {
-		if mode == offsetModeConsumer {
+		if mode == ModeConsumer {
 			// The marker first: a failure in between leaves the main key,
 			// which reads as before.
 			if err := s.clearMarker(ctx, sl, group, ref, uint32(partition), true); err != nil {
@@ -288,7 +314,7 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 			}
 		}
 		err := s.deleteMain(ctx, sl, mode, group, ref, partition)
-		if mode == offsetModeExternal && groupMissing(err) {
+		if mode == ModeExternal && groupMissing(err) {
 			return nil
 		}
 		return s.kind3Refusal(mode, err)
@@ -297,16 +323,16 @@ func (s *offsetStore) remove(ctx context.Context, group string, ref iggy.TopicRe
 
 // write stores Kafka offset offset (> 0 in consumer mode, >= 0 otherwise)
 // as the main key in mode.
-func (s *offsetStore) write(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32, offset int64) error {
-	if mode == offsetModeConsumer {
+func (s *Store) write(ctx context.Context, mode Mode, group string, ref iggy.TopicRef, partition int32, offset int64) error {
+	if mode == ModeConsumer {
 		offset-- // Iggy keeps the last processed message
 	}
-	return s.b.iggy.StoreOffset(ctx, ref, uint32(partition), consumerOf(mode, group), uint64(offset))
+	return s.client.StoreOffset(ctx, ref, uint32(partition), consumerOf(mode, group), uint64(offset))
 }
 
 // deleteKey deletes one stored offset; nothing stored counts as deleted.
-func (s *offsetStore) deleteKey(ctx context.Context, ref iggy.TopicRef, partition uint32, c icodec.Consumer) error {
-	err := s.b.iggy.DeleteOffset(ctx, ref, partition, c)
+func (s *Store) deleteKey(ctx context.Context, ref iggy.TopicRef, partition uint32, c icodec.Consumer) error {
+	err := s.client.DeleteOffset(ctx, ref, partition, c)
 	if errors.Is(err, icodec.StatusConsumerOffsetNotFound) {
 		return nil
 	}
@@ -316,12 +342,12 @@ func (s *offsetStore) deleteKey(ctx context.Context, ref iggy.TopicRef, partitio
 // writeConsumer stores a commit (offset >= 0) in consumer mode, with the
 // zero marker for a commit of 0 (see the top of this file). Called under
 // the key's slot lock (sl).
-func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition int32, offset int64) error {
+func (s *Store) writeConsumer(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition int32, offset int64) error {
 	p := uint32(partition)
 	if offset == 0 {
 		// The marker first: a failure in between leaves the main key,
 		// which reads as before.
-		switch err := s.b.iggy.StoreOffset(ctx, ref, p, markerOf(group), 0); {
+		switch err := s.client.StoreOffset(ctx, ref, p, markerOf(group), 0); {
 		case err == nil:
 			sl.markerStored, sl.markerGone = true, time.Time{}
 		case errors.Is(err, icodec.StatusInvalidOffset):
@@ -330,17 +356,17 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 		default:
 			return err
 		}
-		return s.deleteMain(ctx, sl, offsetModeConsumer, group, ref, partition)
+		return s.deleteMain(ctx, sl, ModeConsumer, group, ref, partition)
 	}
-	if err := s.write(ctx, offsetModeConsumer, group, ref, partition, offset); err != nil {
+	if err := s.write(ctx, ModeConsumer, group, ref, partition, offset); err != nil {
 		return err
 	}
 	sl.mainStored = true
 	if err := s.clearMarker(ctx, sl, group, ref, p, false); err != nil {
 		// The commit itself is stored and reads back; a leftover marker
 		// only pins retention, and the next commit tries again.
-		s.b.log.Warn().Err(err).Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
-			Int32("partition", partition).Uint32("iggy_code", iggyCode(err)).
+		s.log.Warn().Err(err).Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
+			Int32("partition", partition).Uint32("iggy_code", statusCode(err)).
 			Msg("offsets: deleting the zero marker failed")
 	}
 	return nil
@@ -351,10 +377,10 @@ func (s *offsetStore) writeConsumer(ctx context.Context, sl *commitSlot, group s
 // logs every delete of a missing offset; another sidecar may have stored
 // it, so there is no skipping without a read). Called under the key's slot
 // lock.
-func (s *offsetStore) deleteMain(ctx context.Context, sl *commitSlot, mode offsetMode, group string, ref iggy.TopicRef, partition int32) error {
+func (s *Store) deleteMain(ctx context.Context, sl *commitSlot, mode Mode, group string, ref iggy.TopicRef, partition int32) error {
 	c, p := consumerOf(mode, group), uint32(partition)
 	if !sl.mainStored {
-		_, found, err := s.b.iggy.GetOffset(ctx, ref, p, c)
+		_, found, err := s.client.GetOffset(ctx, ref, p, c)
 		if err != nil && !iggy.IsNotFound(err) {
 			return err
 		}
@@ -374,12 +400,12 @@ func (s *offsetStore) deleteMain(ctx context.Context, sl *commitSlot, mode offse
 // that finds it when the process does not know (always with recheck, for
 // the removals), not at all when it saw none less than markerRecheck ago.
 // Called under the key's slot lock.
-func (s *offsetStore) clearMarker(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition uint32, recheck bool) error {
+func (s *Store) clearMarker(ctx context.Context, sl *commitSlot, group string, ref iggy.TopicRef, partition uint32, recheck bool) error {
 	if !sl.markerStored {
 		if !recheck && !sl.markerGone.IsZero() && time.Since(sl.markerGone) < markerRecheck {
 			return nil
 		}
-		_, found, err := s.b.iggy.GetOffset(ctx, ref, partition, markerOf(group))
+		_, found, err := s.client.GetOffset(ctx, ref, partition, markerOf(group))
 		if err != nil && !iggy.IsNotFound(err) {
 			return err
 		}
@@ -401,33 +427,33 @@ func groupMissing(err error) bool {
 		errors.Is(err, icodec.StatusConsumerGroupNameNotFound)
 }
 
-// kind3Refusal turns the failure of a write in mode into errKind3Refused
+// kind3Refusal turns the failure of a write in mode into ErrKind3Refused
 // when it is the refusal of consumer kind 3 by a server whose protocol
 // generation lacks it (ResourceNotFound from a real 0.11 server,
 // InvalidCommand from older embedded servers), logging it once at error
 // level with the key to change.
-func (s *offsetStore) kind3Refusal(mode offsetMode, err error) error {
-	if mode != offsetModeExternal || err == nil || s.b.iggy.Protocol().ExternalGroupOffsets() ||
+func (s *Store) kind3Refusal(mode Mode, err error) error {
+	if mode != ModeExternal || err == nil || s.client.Protocol().ExternalGroupOffsets() ||
 		!iggy.IsNotFound(err) && !errors.Is(err, icodec.StatusInvalidCommand) {
 		return err
 	}
 	if s.kind3Refused.CompareAndSwap(false, true) {
-		s.b.log.Error().Err(err).Str("offsets_mode", s.pinned.String()).Str("iggy_protocol", s.b.iggy.Protocol().String()).
-			Uint32("iggy_code", iggyCode(err)).
+		s.log.Error().Err(err).Str("offsets_mode", s.pinned.String()).Str("iggy_protocol", s.client.Protocol().String()).
+			Uint32("iggy_code", statusCode(err)).
 			Msg("offsets: the Iggy server refuses consumer kind 3 (ExternalGroup), its protocol generation has none; set offsets.mode to auto or consumer")
 	}
-	return errKind3Refused
+	return ErrKind3Refused
 }
 
 // ensureGroup makes sure Iggy consumer group kafka.cg.<group> exists on
 // ref: a GET_CONSUMER_GROUP, and CREATE_CONSUMER_GROUP when it is missing
 // (or at once with create set).
-func (s *offsetStore) ensureGroup(ctx context.Context, ref iggy.TopicRef, group string, create bool) error {
+func (s *Store) ensureGroup(ctx context.Context, ref iggy.TopicRef, group string, create bool) error {
 	name := iggyGroupName(group)
 	if !create {
 		var resp icodec.GetConsumerGroupResponse
 		req := icodec.GetConsumerGroupRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), GroupID: stringID(name)}
-		err := s.b.iggy.Do(ctx, &req, &resp)
+		err := s.client.Do(ctx, &req, &resp)
 		if err == nil {
 			return nil
 		}
@@ -436,9 +462,9 @@ func (s *offsetStore) ensureGroup(ctx context.Context, ref iggy.TopicRef, group 
 		}
 	}
 	req := icodec.CreateConsumerGroupRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), Name: name}
-	switch err := s.b.iggy.Do(ctx, &req, nil); {
+	switch err := s.client.Do(ctx, &req, nil); {
 	case err == nil:
-		s.b.log.Debug().Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
+		s.log.Debug().Str("group_id", group).Str("iggy_stream", ref.Stream).Str("iggy_topic", ref.Topic).
 			Msg("offsets: created Iggy consumer group")
 	case !errors.Is(err, icodec.StatusConsumerGroupNameAlreadyExists):
 		return err
@@ -446,13 +472,13 @@ func (s *offsetStore) ensureGroup(ctx context.Context, ref iggy.TopicRef, group 
 	return nil
 }
 
-// read returns the committed offset of a group on one partition, -1 when
+// Read returns the committed offset of a group on one partition, -1 when
 // none is stored (or the topic, partition or group is unknown). In
 // consumer mode a missing main key is followed by a read of the zero
 // marker (0 when present). Any other failure is returned as an error:
 // never a fake -1.
-func (s *offsetStore) read(ctx context.Context, mode offsetMode, group string, ref iggy.TopicRef, partition int32) (int64, error) {
-	r, found, err := s.b.iggy.GetOffset(ctx, ref, uint32(partition), consumerOf(mode, group))
+func (s *Store) Read(ctx context.Context, mode Mode, group string, ref iggy.TopicRef, partition int32) (int64, error) {
+	r, found, err := s.client.GetOffset(ctx, ref, uint32(partition), consumerOf(mode, group))
 	switch {
 	case err != nil && iggy.IsNotFound(err):
 		return -1, nil
@@ -460,10 +486,10 @@ func (s *offsetStore) read(ctx context.Context, mode offsetMode, group string, r
 		return -1, err
 	case found:
 		return kafkaOffset(mode, r.StoredOffset), nil
-	case mode != offsetModeConsumer:
+	case mode != ModeConsumer:
 		return -1, nil
 	}
-	_, found, err = s.b.iggy.GetOffset(ctx, ref, uint32(partition), markerOf(group))
+	_, found, err = s.client.GetOffset(ctx, ref, uint32(partition), markerOf(group))
 	switch {
 	case err != nil && iggy.IsNotFound(err):
 		return -1, nil
@@ -476,8 +502,8 @@ func (s *offsetStore) read(ctx context.Context, mode offsetMode, group string, r
 }
 
 // kafkaOffset maps a stored Iggy value to the Kafka offset it stands for.
-func kafkaOffset(mode offsetMode, v uint64) int64 {
-	if mode == offsetModeConsumer {
+func kafkaOffset(mode Mode, v uint64) int64 {
+	if mode == ModeConsumer {
 		if v >= math.MaxInt64 {
 			return -1
 		}
@@ -489,298 +515,13 @@ func kafkaOffset(mode offsetMode, v uint64) int64 {
 	return int64(v)
 }
 
-// offsetReadCode is the Kafka code of a failed offset read: refusals are
+// ReadCode is the Kafka code of a failed offset read: refusals are
 // GROUP_AUTHORIZATION_FAILED, everything else COORDINATOR_LOAD_IN_PROGRESS
 // (retriable for every client, where REQUEST_TIMED_OUT or
 // UNKNOWN_SERVER_ERROR would make a consumer fail).
-func offsetReadCode(err error) int16 {
+func ReadCode(err error) int16 {
 	if iggy.IsUnauthorized(err) {
 		return kerr.GroupAuthorizationFailed.Code
 	}
 	return kerr.CoordinatorLoadInProgress.Code
-}
-
-// storedTopic is one topic of a group's stored offsets.
-type storedTopic struct {
-	name       string
-	info       *iggy.TopicInfo
-	hasGroup   bool           // external mode: the Iggy group exists on it
-	partitions []storedOffset // ascending, only partitions with an offset
-}
-
-// storedOffset is one stored offset.
-type storedOffset struct {
-	partition int32
-	offset    int64
-}
-
-// scan finds every stored offset of a group: every Kafka topic (the
-// default stream's topics and the overrides), in external mode only those
-// that have the Iggy group, every partition. Topics come back sorted by
-// name; in external mode a topic that has the group but no offset is
-// included (hasGroup) with no partitions.
-func (s *offsetStore) scan(ctx context.Context, group string) ([]storedTopic, offsetMode, error) {
-	names, err := s.b.listTopics(ctx)
-	if err != nil {
-		return nil, offsetModeUnknown, err
-	}
-	if len(names) == 0 {
-		return nil, offsetModeUnknown, nil
-	}
-	mode, err := s.resolveMode(ctx, s.b.topics.ref(names[0]))
-	if err != nil {
-		return nil, mode, err
-	}
-	topics := make([]storedTopic, len(names))
-	errs := make([]error, len(names))
-	parallel(len(names), offsetsParallel, func(i int) {
-		topics[i].name = names[i]
-		info, err := s.b.lookupTopic(ctx, names[i])
-		if err != nil {
-			if !iggy.IsNotFound(err) {
-				errs[i] = err
-			}
-			return
-		}
-		topics[i].info = info
-		if mode == offsetModeExternal {
-			var resp icodec.GetConsumerGroupResponse
-			req := icodec.GetConsumerGroupRequest{StreamID: info.Ref.StreamID(), TopicID: info.Ref.TopicID(), GroupID: stringID(iggyGroupName(group))}
-			switch err := s.b.iggy.Do(ctx, &req, &resp); {
-			case err == nil:
-				topics[i].hasGroup = true
-			case iggy.IsNotFound(err):
-				return
-			default:
-				errs[i] = err
-				return
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, mode, err
-	}
-	// Partition reads of every candidate topic, bounded together.
-	type job struct{ t, p int }
-	var jobs []job
-	for i := range topics {
-		t := &topics[i]
-		if t.info == nil || mode == offsetModeExternal && !t.hasGroup {
-			continue
-		}
-		for p := 0; p < int(t.info.PartitionsCount); p++ {
-			jobs = append(jobs, job{i, p})
-		}
-	}
-	offs := make([]int64, len(jobs))
-	jerrs := make([]error, len(jobs))
-	parallel(len(jobs), offsetsParallel, func(k int) {
-		t := &topics[jobs[k].t]
-		offs[k], jerrs[k] = s.read(ctx, mode, group, t.info.Ref, int32(jobs[k].p))
-	})
-	if err := errors.Join(jerrs...); err != nil {
-		return nil, mode, err
-	}
-	for k, j := range jobs {
-		if offs[k] >= 0 {
-			t := &topics[j.t]
-			t.partitions = append(t.partitions, storedOffset{partition: int32(j.p), offset: offs[k]})
-		}
-	}
-	out := topics[:0]
-	for _, t := range topics {
-		if len(t.partitions) > 0 || t.hasGroup {
-			out = append(out, t)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out, mode, nil
-}
-
-// DeleteGroupOffsets deletes every committed offset of group and, in
-// external mode, its Iggy consumer groups (the groupOffsetsDeleter of
-// DeleteGroups). groups.ErrNoOffsets when there was nothing.
-// OffsetsErrorCode maps a DeleteGroupOffsets failure (groups.OffsetsDeleter).
-func (s *offsetStore) OffsetsErrorCode(err error) (int16, uint32) {
-	return kafkaCode(err, scopeOffsets), iggyCode(err)
-}
-
-func (s *offsetStore) DeleteGroupOffsets(ctx context.Context, group string) error {
-	if !validGroupID(group) {
-		return groups.ErrNoOffsets
-	}
-	topics, mode, err := s.scan(ctx, group)
-	if err != nil {
-		return err
-	}
-	if len(topics) == 0 {
-		return groups.ErrNoOffsets
-	}
-	type job struct{ t, k int }
-	var jobs []job
-	for i := range topics {
-		for k := range topics[i].partitions {
-			jobs = append(jobs, job{i, k})
-		}
-	}
-	errs := make([]error, len(jobs))
-	parallel(len(jobs), offsetsParallel, func(n int) {
-		t := &topics[jobs[n].t]
-		p := t.partitions[jobs[n].k].partition
-		errs[n] = s.remove(ctx, group, t.info.Ref, p, commitTicket{})
-	})
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if mode == offsetModeExternal {
-		gerrs := make([]error, len(topics))
-		parallel(len(topics), offsetsParallel, func(i int) {
-			if !topics[i].hasGroup {
-				return
-			}
-			ref := topics[i].info.Ref
-			req := icodec.DeleteConsumerGroupRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), GroupID: stringID(iggyGroupName(group))}
-			if err := s.b.iggy.Do(ctx, &req, nil); err != nil && !groupMissing(err) {
-				gerrs[i] = err
-			}
-		})
-		if err := errors.Join(gerrs...); err != nil {
-			return err
-		}
-	}
-	s.b.log.Info().Str("group_id", group).Int("topics", len(topics)).Int("offsets", len(jobs)).
-		Msg("offsets: deleted committed offsets of group")
-	return nil
-}
-
-// parallel runs fn(0..n-1) with at most limit at once and returns when all
-// have finished.
-func parallel(n, limit int, fn func(i int)) {
-	switch {
-	case n <= 0:
-		return
-	case n == 1:
-		fn(0)
-		return
-	}
-	if limit > n {
-		limit = n
-	}
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for w := 0; w < limit; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// commitKey is one committed offset.
-type commitKey struct {
-	group     string
-	ref       iggy.TopicRef
-	partition int32
-}
-
-// commitTicket says where a write came from: the connection, when its
-// request was received and its correlation id. The zero ticket (internal
-// writes) is never stale and never makes another write stale.
-type commitTicket struct {
-	conn uint64
-	at   time.Time
-	corr int32
-}
-
-// ticketOf is the ticket of a request's writes.
-func ticketOf(rq *Request) commitTicket {
-	return commitTicket{conn: rq.ConnID, at: rq.Received, corr: rq.CorrID}
-}
-
-// before reports whether t was made before u on the same connection.
-func (t commitTicket) before(u commitTicket) bool {
-	if t.conn == 0 || t.conn != u.conn {
-		return false
-	}
-	if !t.at.Equal(u.at) {
-		return t.at.Before(u.at)
-	}
-	return int32(t.corr-u.corr) < 0 // wrap-safe
-}
-
-// commitOrder serializes the writes of each commitKey and skips writes
-// overtaken by a later write of the same connection.
-type commitOrder struct {
-	mu        sync.Mutex
-	slots     map[commitKey]*commitSlot
-	pruneNext int // slot count that triggers the next prune
-}
-
-// commitSlot is one key's ordering state.
-type commitSlot struct {
-	mu    sync.Mutex // held while the key's write is on its way
-	users int        // goroutines holding or waiting for mu (guarded by commitOrder.mu)
-	last  commitTicket
-	used  time.Time // guarded by commitOrder.mu
-	// mainStored: this process stored the key's main offset and has not
-	// deleted it since. Guarded by mu.
-	mainStored bool
-	// markerStored: this process stored the key's zero marker (consumer
-	// mode) and has not deleted it since. markerGone is when it last
-	// deleted the marker or saw none; zero when it does not know. Guarded
-	// by mu.
-	markerStored bool
-	markerGone   time.Time
-}
-
-// run calls write for key, with the key's slot locked, unless a later
-// write of the same connection was applied already (then it reports
-// success without writing).
-func (o *commitOrder) run(key commitKey, tk commitTicket, write func(sl *commitSlot) error) error {
-	o.mu.Lock()
-	sl := o.slots[key]
-	if sl == nil {
-		sl = &commitSlot{}
-		o.slots[key] = sl
-		o.prune()
-	}
-	sl.users++
-	o.mu.Unlock()
-
-	sl.mu.Lock()
-	var err error
-	if !tk.before(sl.last) {
-		if err = write(sl); err == nil {
-			sl.last = tk
-		}
-	}
-	sl.mu.Unlock()
-
-	o.mu.Lock()
-	sl.users--
-	sl.used = time.Now()
-	o.mu.Unlock()
-	return err
-}
-
-// prune drops idle slots when there are many. Caller holds o.mu.
-func (o *commitOrder) prune() {
-	if len(o.slots) < max(o.pruneNext, commitSlotsPrune) {
-		return
-	}
-	now := time.Now()
-	for k, sl := range o.slots {
-		if sl.users == 0 && !sl.used.IsZero() && now.Sub(sl.used) > commitSlotIdle {
-			delete(o.slots, k)
-		}
-	}
-	o.pruneNext = 2 * len(o.slots)
 }

@@ -1,4 +1,4 @@
-package bridge
+package records
 
 import (
 	"bytes"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
 )
 
-// splice rebuilds the frame body a VectoredResponse describes.
+// splice rebuilds the frame body a vectored encoding describes.
 func splice(dst []byte, cuts []Cut) []byte {
 	var out []byte
 	at := 0
@@ -23,14 +24,13 @@ func splice(dst []byte, cuts []Cut) []byte {
 // randomFetchResponse builds a response as the handler does (plus some
 // variety): names, ids, offsets, errors, null, empty, small and large
 // record blocks out of one shared buffer.
-func randomFetchResponse(r *rand.Rand, version int16) (*fetchResponse, []byte) {
+func randomFetchResponse(r *rand.Rand, version int16) (*FetchResponse, []byte) {
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = version
 	resp.ThrottleMillis = r.Int32N(100)
 	resp.ErrorCode = int16(r.IntN(3))
 	resp.SessionID = r.Int32N(5)
-	buf := fetchBufPool.Get()
-	buf.B = buf.B[:0]
+	buf := new(bytebufferpool.ByteBuffer)
 	type span struct{ i, j, start, end int }
 	var spans []span
 	resp.Topics = make([]kmsg.FetchResponseTopic, r.IntN(4))
@@ -55,7 +55,7 @@ func randomFetchResponse(r *rand.Rand, version int16) (*fetchResponse, []byte) {
 			case 1:
 				rp.RecordBatches = []byte{}
 			default:
-				n := r.IntN(3 * fetchCutMin)
+				n := r.IntN(3 * cutMin)
 				start := len(buf.B)
 				for range n {
 					buf.B = append(buf.B, byte(r.UintN(256)))
@@ -68,14 +68,14 @@ func randomFetchResponse(r *rand.Rand, version int16) (*fetchResponse, []byte) {
 		resp.Topics[s.i].Partitions[s.j].RecordBatches = buf.B[s.start:s.end:s.end]
 	}
 	want := resp.AppendTo(nil)
-	return &fetchResponse{FetchResponse: resp, buf: buf}, want
+	return &FetchResponse{FetchResponse: resp, Buf: buf}, want
 }
 
 // TestFetchVectoredMatchesKmsg checks that the vectored encoding, spliced,
 // is byte for byte kmsg's at every version, whatever the cut limit.
 func TestFetchVectoredMatchesKmsg(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for version := int16(0); version <= fetchMaxVersion; version++ {
+	for version := int16(0); version <= kmsg.NewPtrFetchRequest().MaxVersion(); version++ {
 		for iter := range 200 {
 			fr, want := randomFetchResponse(r, version)
 			maxCuts := iter % 4
@@ -86,7 +86,7 @@ func TestFetchVectoredMatchesKmsg(t *testing.T) {
 				t.Fatalf("v%d: %d cuts, limit %d", version, len(cuts), maxCuts)
 			}
 			for _, c := range cuts {
-				if len(c.Data) < fetchCutMin {
+				if len(c.Data) < cutMin {
 					t.Fatalf("v%d: a cut of %d bytes", version, len(c.Data))
 				}
 			}
@@ -108,7 +108,7 @@ func TestFetchVectoredFallsBack(t *testing.T) {
 	fr.Topics = append(fr.Topics, kmsg.NewFetchResponseTopic())
 	p := kmsg.NewFetchResponseTopicPartition()
 	p.CurrentLeader.LeaderID = 1
-	p.RecordBatches = make([]byte, 2*fetchCutMin)
+	p.RecordBatches = make([]byte, 2*cutMin)
 	fr.Topics[len(fr.Topics)-1].Partitions = []kmsg.FetchResponseTopicPartition{p}
 	want := fr.FetchResponse.AppendTo(nil)
 	got := fr.AppendVectored(nil, 8)

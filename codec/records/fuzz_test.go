@@ -1,4 +1,4 @@
-package bridge
+package records
 
 import (
 	"bytes"
@@ -19,18 +19,18 @@ const fuzzBudget = 1 << 20
 // error the batch infos account for every message.
 func FuzzDecodeKafkaRecords(f *testing.F) {
 	recs := roundTripRecords()[:6]
-	for _, codec := range []int{0, recCodecGzip, recCodecSnappy, -1, recCodecLZ4, recCodecZstd} {
+	for _, codec := range []int{0, CodecGzip, CodecSnappy, -1, CodecLZ4, CodecZstd} {
 		f.Add(tBatch(f, recs, tBatchOpts{codec: codec}))
 	}
 	two := append(tBatch(f, recs[:2], tBatchOpts{pid: 5, seq: 1}), tBatch(f, recs[2:4], tBatchOpts{})...)
 	f.Add(two)
 	f.Add(two[:len(two)-3])
 	f.Add(append(tLegacy(0, 0, 0, []byte("k"), nil), tLegacy(1, 0, 5, nil, []byte("v"))...))
-	f.Add(tLegacy(1, recCodecGzip, 9, nil, tCompress(f, recCodecGzip, tLegacy(1, 0, 7, nil, []byte("a")))))
+	f.Add(tLegacy(1, CodecGzip, 9, nil, tCompress(f, CodecGzip, tLegacy(1, 0, 7, nil, []byte("a")))))
 	f.Add(tBatchRaw(f, []byte{0, 0, 0, 0, 2, 'v', 0xfe, 0xff, 0xff, 0xff, 0x0f}))
 	f.Add([]byte{})
-	var d RecordDecoder
-	var w KafkaBatchWriter
+	var d Decoder
+	var w BatchWriter
 	w.OnSkip = func(off uint64, r SkipReason) { panic("mapped message skipped on fetch: " + r.String()) }
 	f.Fuzz(func(t *testing.T, in []byte) {
 		// As is, then with every CRC repaired so mutations reach the
@@ -60,7 +60,7 @@ func fuzzFixCRCs(b []byte) []byte {
 	return b
 }
 
-func fuzzDecode(t *testing.T, d *RecordDecoder, w *KafkaBatchWriter, in []byte) {
+func fuzzDecode(t *testing.T, d *Decoder, w *BatchWriter, in []byte) {
 	{
 		budget := NewDecompressBudget(fuzzBudget)
 		d.Reset(in, budget)
@@ -84,7 +84,7 @@ func fuzzDecode(t *testing.T, d *RecordDecoder, w *KafkaBatchWriter, in []byte) 
 			t.Fatalf("output buffer %d, budget left %d", cap(d.z.out), budget.Left())
 		}
 		if d.Err() != nil {
-			if RecordsErrorCode(d.Err()) == -1 {
+			if ErrorCode(d.Err()) == -1 {
 				t.Fatalf("unmapped error %v", d.Err())
 			}
 			return
@@ -184,7 +184,7 @@ func FuzzKafkaBatchWriter(f *testing.F) {
 	f.Add(appendRecordEnvelope(nil, &recView{key: []byte{}, headers: []recHeader{{name: []byte("n")}}}), hdrs("kafka.v", raw, "\x01", "kafka.envelope", raw, "\x01"), uint64(1), uint64(2))
 	f.Add([]byte("native"), hdrs("a", iggy.HeaderKindUint32, "\x01\x02\x03\x04"), uint64(0), uint64(math.MaxUint64))
 	f.Add([]byte{}, []byte{1, 2, 3}, uint64(math.MaxUint64), uint64(7))
-	var w KafkaBatchWriter
+	var w BatchWriter
 	f.Fuzz(func(t *testing.T, payload, headers []byte, origin, appendTS uint64) {
 		w.Begin(nil, math.MaxInt, true)
 		skipped := 0

@@ -1,14 +1,14 @@
 // Record mapping, version 1 (docs/KAFKA-ON-IGGY.md §2): one Kafka
 // record is one Iggy message, both directions, as pure functions without I/O.
 //
-// Produce (records_produce.go): RecordDecoder walks the Records bytes of one
+// Produce (produce.go): Decoder walks the Records bytes of one
 // Produce partition (record batches v2, or legacy message sets v0/v1),
 // checks CRCs, decompresses under a DecompressBudget shared by the whole
-// request, and yields one MappedMessage per Kafka record; MapInto adds them
+// request, and yields one MappedMessage per Kafka record; mapInto adds them
 // to an iggy.BatchBuilder and asks the caller to start a new Iggy batch when
 // the origin timestamps would span more than iggy.MaxTimestampSpan.
 //
-// Fetch (records_fetch.go): KafkaBatchWriter turns a run of Iggy messages
+// Fetch (fetch.go): BatchWriter turns a run of Iggy messages
 // into Kafka record batches v2 (uncompressed, CreateTime, producer fields
 // -1, CRC32C), restoring what the produce side stored, and skips (with a
 // report) messages whose mapping marker it does not understand.
@@ -24,7 +24,12 @@
 //
 // Readers compare header keys and values by their bytes and ignore kinds.
 
-package bridge
+// Package records is the Kafka record codec: record batches and legacy
+// message sets to Iggy messages and back (records.go, produce.go,
+// compress.go, fetch.go), and the Fetch response encoder that leaves
+// record bytes in place for vectored writes (response.go). It knows no
+// Iggy session: callers bring the bytes and take the results.
+package records
 
 import (
 	"encoding/binary"
@@ -35,9 +40,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// RecordsMappingVersion is the value of the kafka.v user header the gateway
+// mappingVersion is the value of the kafka.v user header the gateway
 // writes on every message (mapping version 1).
-const RecordsMappingVersion = 1
+const mappingVersion = 1
 
 // Header names and limits of the mapping.
 const (
@@ -79,7 +84,7 @@ const (
 )
 
 var (
-	recValV1       = []byte{RecordsMappingVersion}
+	recValV1       = []byte{mappingVersion}
 	recValEnvelope = []byte{recEnvelopeVersion}
 	recValNull     = []byte(recStrNull)
 	recValEmpty    = []byte(recStrEmpty)
@@ -87,8 +92,8 @@ var (
 	recPlaceholder = []byte{0}
 )
 
-// Sentinel errors of the record mapping; a *RecordsError wraps exactly one
-// of them. RecordsErrorCode maps them to Kafka error codes.
+// Sentinel errors of the record mapping; a *Error wraps exactly one
+// of them. ErrorCode maps them to Kafka error codes.
 var (
 	// ErrCorruptRecords: the bytes do not parse (truncated batch, bad CRC,
 	// a length running past its container, undecodable compressed data).
@@ -117,8 +122,8 @@ var (
 	ErrRecordTimestamp = errors.New("bridge: record timestamp out of range")
 )
 
-// RecordsError describes why a Produce partition's records were refused.
-type RecordsError struct {
+// Error describes why a Produce partition's records were refused.
+type Error struct {
 	Batch  int    // index of the top-level batch (or legacy message) in the input
 	Record int    // index of the record in that batch; -1 for the batch itself
 	Offset int    // byte offset of that batch in the input
@@ -127,7 +132,7 @@ type RecordsError struct {
 }
 
 // Error formats the error with its position.
-func (e *RecordsError) Error() string {
+func (e *Error) Error() string {
 	s := e.Err.Error() + " (batch " + strconv.Itoa(e.Batch) + " at byte " + strconv.Itoa(e.Offset)
 	if e.Record >= 0 {
 		s += ", record " + strconv.Itoa(e.Record)
@@ -140,14 +145,14 @@ func (e *RecordsError) Error() string {
 }
 
 // Unwrap returns the sentinel.
-func (e *RecordsError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// RecordsErrorCode maps an error of the record mapping to the Kafka error
+// ErrorCode maps an error of the record mapping to the Kafka error
 // code a Produce partition response carries: 0 for nil, CORRUPT_MESSAGE (2),
 // INVALID_RECORD (87), UNSUPPORTED_FOR_MESSAGE_FORMAT (43),
 // UNSUPPORTED_COMPRESSION_TYPE (76), MESSAGE_TOO_LARGE (10) for the budget,
 // INVALID_TIMESTAMP (32); UNKNOWN_SERVER_ERROR (-1) for anything else.
-func RecordsErrorCode(err error) int16 {
+func ErrorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
