@@ -60,6 +60,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -156,6 +157,12 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
+
+	// liveGroups and liveMembers are the metric gauges, adjusted where a
+	// group enters the map (insert), dies (group.kill) or gains or loses a
+	// member (group.add, group.remove), so Counts locks nothing.
+	liveGroups  atomic.Int64
+	liveMembers atomic.Int64
 }
 
 func New(cfg Config, log zerolog.Logger, clock Clock) *Coordinator {
@@ -199,6 +206,7 @@ func (c *Coordinator) lockGroup(id string, create bool) *group {
 // insert puts a new group into the map; the caller holds c.mu.
 func (c *Coordinator) insert(g *group) {
 	c.groups[g.id] = g
+	c.liveGroups.Add(1)
 }
 
 // newGroup builds an Empty group; the caller holds c.mu.

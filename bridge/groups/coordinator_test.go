@@ -1132,3 +1132,38 @@ func TestGroupAdoptedAfterMove(t *testing.T) {
 	h.clk.Advance(10 * time.Second)
 	wantGroupCode(t, "heartbeat after the window", h.c.heartbeat("g", "m-x", nil, 101), kerr.UnknownMemberID.Code)
 }
+
+// The gauges follow groups and members as they come and go (joins,
+// sessions ending, seeding, Drop, DeleteGroups, Empty groups forgotten)
+// without Counts locking anything.
+func TestGroupGauges(t *testing.T) {
+	h := newGroupHarness(t)
+	want := func(what string, groups, members int) {
+		t.Helper()
+		checkGroupInvariants(t, h.c)
+		if g, m := h.c.Counts(); g != groups || m != members {
+			t.Fatalf("%s: Counts() = %d, %d; want %d, %d", what, g, m, groups, members)
+		}
+	}
+	want("nothing", 0, 0)
+	h.stableGroup("a", 3)
+	want("one group of three", 1, 3)
+	h.stableGroup("b", 1)
+	h.c.Seed("c", 7, true)
+	want("seeded", 3, 4)
+	h.c.Drop(func(g string) bool { return g == "a" || g == "c" })
+	h.c.Drop(func(g string) bool { return g == "a" }) // already gone: counted once
+	want("dropped", 1, 1)
+	h.clk.Advance(time.Minute) // b's member stops heartbeating
+	want("session ended", 1, 0)
+	if code, _ := h.c.Delete(context.Background(), "b"); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	want("deleted", 0, 0)
+	h.c.validateCommit("simple", "", -1, nil)
+	want("simple group", 1, 0)
+	h.c.emptyRetention = time.Second
+	h.c.validateCommit("simple", "", -1, nil) // re-arms the expiry with the short retention
+	h.clk.Advance(2 * time.Second)
+	want("empty group forgotten", 0, 0)
+}

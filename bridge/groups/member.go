@@ -184,6 +184,7 @@ func (g *group) add(m *member, reply chan<- JoinResult) {
 		g.leader = m.id
 	}
 	g.members[m.id] = m
+	g.c.liveMembers.Add(1)
 	g.order = append(g.order, m.id)
 	g.countVotes(m, 1)
 	m.joinWait = reply
@@ -217,6 +218,7 @@ func (g *group) remove(id string) {
 		delete(g.static, *m.instanceID)
 	}
 	delete(g.members, id)
+	g.c.liveMembers.Add(-1)
 	g.order = slices.DeleteFunc(g.order, func(s string) bool { return s == id })
 	delete(g.pendingSync, id)
 	if g.leader == id {
@@ -248,9 +250,14 @@ func (g *group) transition(to State) {
 	}
 }
 
-// kill marks the group Dead and stops its timers; the caller removes it
-// from the map.
+// kill marks the group Dead (counting it and its members out of the
+// gauges the first time) and stops its timers; the caller removes it from
+// the map.
 func (g *group) kill() {
+	if g.state != StateDead {
+		g.c.liveGroups.Add(-1)
+		g.c.liveMembers.Add(-int64(len(g.members)))
+	}
 	g.state = StateDead
 	g.disarm(&g.joinTimer)
 	g.disarm(&g.syncTimer)

@@ -42,7 +42,9 @@ type Service interface {
 	// be deleted (see offsetDeleteCheck): all means every topic counts as
 	// subscribed, else the subscribed topics are listed.
 	OffsetDeleteCheck(ctx context.Context, group string) (code int16, all bool, subscribed []string)
-	// Counts returns the groups and members held in this process.
+	// Counts returns the groups and members held in this process, from
+	// gauges kept as groups change: it locks nothing, so the bridge reads
+	// it after every group API.
 	Counts() (groups, members int)
 	// Drain resigns: parked and later JoinGroup/SyncGroup requests answer
 	// NOT_COORDINATOR at once.
@@ -135,21 +137,7 @@ func (c *Coordinator) OffsetDeleteCheck(_ context.Context, group string) (int16,
 
 // Counts implements Service.
 func (c *Coordinator) Counts() (groups, members int) {
-	c.mu.Lock()
-	gs := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
-		gs = append(gs, g)
-	}
-	c.mu.Unlock()
-	for _, g := range gs {
-		g.mu.Lock()
-		if g.state != StateDead {
-			groups++
-			members += len(g.members)
-		}
-		g.mu.Unlock()
-	}
-	return groups, members
+	return int(c.liveGroups.Load()), int(c.liveMembers.Load())
 }
 
 // Drain implements Service.
