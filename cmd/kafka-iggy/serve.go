@@ -149,6 +149,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	br.SetBroker(bridge.Broker{NodeID: 0, Host: host, Port: port})
 	ready.AddCheck("kafka_listener", func() bool { return true })
 	ready.AddCheck("iggy_session", client.Ready)
+	ready.AddLiveness("proxy", func() string { return px.Stalled(cfg.Admin.StallTimeout) })
 
 	var adm *admin.Server
 	if cfg.Admin.Enabled {
