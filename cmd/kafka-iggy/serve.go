@@ -135,6 +135,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}
 	if router != nil {
 		router.Start()
+		metrics.SetCoordination(cfg.Coordination.Domain, router.Stats)
 		// Runs before the Iggy clients close (closers run in reverse).
 		closers = append(closers, router.Close)
 	}

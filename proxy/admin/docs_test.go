@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
@@ -69,6 +70,7 @@ func TestSeriesDescribedAreRegistered(t *testing.T) {
 	i.QueueDepth(0, 0)
 	i.Request("x", 0, nil)
 	br.KafkaError(0, 1)
+	m.SetCoordination("d", func() cluster.Stats { return cluster.Stats{} })
 	fams := embedtest.Scrape(t, base+"/metrics")
 	for _, s := range m.series {
 		if _, ok := fams[s.name]; !ok {
