@@ -33,9 +33,10 @@ const loopPingEvery = time.Second
 type liveness struct {
 	taken atomic.Uint64 // requests taken off the pool's queue by a worker
 
-	tickAt     atomic.Int64 // unix nanos of the last OnTick
-	poolSeen   uint64       // taken at the last sample (ticker only)
-	poolMoving atomic.Int64 // unix nanos: last sample with progress or nothing waiting
+	tickAt        atomic.Int64 // unix nanos of the last OnTick
+	poolSeen      uint64       // taken at the last sample (ticker only)
+	poolWasMoving bool         // the last sample saw progress or nothing waiting (ticker only)
+	poolMoving    atomic.Int64 // unix nanos: start of the current window without progress
 
 	mu    sync.Mutex
 	loops map[gnet.EventLoop]*loopPing
@@ -63,10 +64,14 @@ func (l *liveness) observe(s *Server, conns []*conn, now int64) {
 	l.tickAt.Store(now)
 	taken := l.taken.Load()
 	waiting := len(s.pool.jobs) + int(s.pool.nwait.Load())
-	if taken != l.poolSeen || waiting == 0 {
-		l.poolSeen = taken
+	moving := taken != l.poolSeen || waiting == 0
+	// The window starts at the first sample that sees requests waiting
+	// with no progress (not at the last moving one, up to a tick before
+	// the requests began to wait): a stall is never reported early.
+	if moving || l.poolWasMoving {
 		l.poolMoving.Store(now)
 	}
+	l.poolSeen, l.poolWasMoving = taken, moving
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.loops == nil {
