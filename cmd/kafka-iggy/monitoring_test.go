@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
@@ -195,14 +194,7 @@ func TestMonitoringQueriesMatchMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	md := kmsg.NewPtrMetadataRequest()
-	bad := "no/slashes"
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = &bad
-	md.Topics = append(md.Topics, mt)
-	if _, err := md.RequestWith(ctx, pr); err != nil {
-		t.Fatal(err)
-	}
+	requestError(ctx, t, pr)
 	pr.Close() // a closed connection, by reason
 	co, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.ConsumeTopics(topic), kgo.ConsumerGroup("monitored-group"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
