@@ -26,8 +26,8 @@ const loopPingEvery = time.Second
 //     the pool is stalled when requests have waited throughout the window
 //     with no request taken;
 //   - the event loops: each loop that serves a connection is sent a no-op
-//     task (EventLoop.Execute) every loopPingEvery; a loop stuck in a
-//     callback never runs it.
+//     task (EventLoop.Execute) every loopPingEvery once it ran the last
+//     one; a loop stuck in a callback never runs it.
 //
 // Methods other than stalled run on the ticker goroutine (under tickMu).
 type liveness struct {
@@ -37,6 +37,7 @@ type liveness struct {
 	poolSeen      uint64       // taken at the last sample (ticker only)
 	poolWasMoving bool         // the last sample saw progress or nothing waiting (ticker only)
 	poolMoving    atomic.Int64 // unix nanos: start of the current window without progress
+	scannedAt     int64        // unix nanos of the last loop scan (ticker only)
 
 	mu    sync.Mutex
 	loops map[gnet.EventLoop]*loopPing
@@ -72,6 +73,13 @@ func (l *liveness) observe(s *Server, conns []*conn, now int64) {
 		l.poolMoving.Store(now)
 	}
 	l.poolSeen, l.poolWasMoving = taken, moving
+	if now-l.scannedAt < int64(loopPingEvery) {
+		return
+	}
+	// Once a second: find the loops that serve connections (EventLoop is
+	// an immutable field of the gnet connection, safe to read off the
+	// loop even once closed) and ping each that answered its last ping.
+	l.scannedAt = now
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.loops == nil {
@@ -90,18 +98,19 @@ func (l *liveness) observe(s *Server, conns []*conn, now int64) {
 		p.seen = now
 	}
 	for el, p := range l.loops {
-		if p.seen != now && p.sentAt == 0 {
-			delete(l.loops, el) // serves no connection any more
-			continue
-		}
 		if p.sentAt != 0 && p.answeredAt.Load() >= p.sentAt {
 			p.sentAt = 0
 		}
-		if p.sentAt == 0 && now-p.answeredAt.Load() >= int64(loopPingEvery) {
-			p.sentAt = now
-			if err := el.Execute(context.Background(), gnet.RunnableFunc(p.answer)); err != nil {
-				p.sentAt = 0 // the engine is stopping
-			}
+		if p.sentAt != 0 {
+			continue // outstanding: stalled reports it once it is old
+		}
+		if p.seen != now {
+			delete(l.loops, el) // serves no connection any more
+			continue
+		}
+		p.sentAt = now
+		if err := el.Execute(context.Background(), gnet.RunnableFunc(p.answer)); err != nil {
+			p.sentAt = 0 // the engine is stopping
 		}
 	}
 }

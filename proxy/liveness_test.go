@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
@@ -72,4 +74,48 @@ func TestStalledFollowsWorkerPool(t *testing.T) {
 			t.Fatalf("conn %d: corr %d", i+1, corr)
 		}
 	}
+}
+
+// Stalled follows the event loops: a real gnet loop wedged by a task that
+// blocks (sent through gnet's own EventLoop.Execute) stops answering the
+// ticker's pings, Stalled names it after the window, and it is alive again
+// once the task returns.
+func TestStalledFollowsEventLoop(t *testing.T) {
+	e := startEnv(t, nil)
+	dial(t, e.addr)
+	var cs *conn
+	embedtest.WaitFor(t, testTimeout, "the connection registered", func() bool {
+		e.srv.connsMu.Lock()
+		defer e.srv.connsMu.Unlock()
+		for _, c := range e.srv.conns {
+			cs = c
+		}
+		return cs != nil
+	})
+	const window = 300 * time.Millisecond
+	release := make(chan struct{})
+	wedged := make(chan struct{})
+	err := cs.gc.EventLoop().Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		close(wedged)
+		<-release
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-wedged
+	wedgedAt := time.Now()
+	var why string
+	embedtest.WaitFor(t, testTimeout, "Stalled reports the loop", func() bool {
+		why = e.srv.Stalled(window)
+		return why != ""
+	})
+	if d := time.Since(wedgedAt); d < window {
+		t.Errorf("stalled %v after the loop wedged, before the %v window", d, window)
+	}
+	if !strings.Contains(why, "event loop") {
+		t.Errorf("reason %q", why)
+	}
+	close(release)
+	embedtest.WaitFor(t, testTimeout, "alive again", func() bool { return e.srv.Stalled(window) == "" })
 }
