@@ -135,7 +135,10 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}
 	if router != nil {
 		router.Start()
-		metrics.SetCoordination(cfg.Coordination.Domain, router.Stats)
+		metrics.SetCoordination(cfg.Coordination.Domain, func() admin.CoordinationStats {
+			st := router.Stats()
+			return admin.CoordinationStats{Shards: st.Shards, Owned: st.Owned, Peers: st.Peers}
+		})
 		// Runs before the Iggy clients close (closers run in reverse).
 		closers = append(closers, router.Close)
 	}

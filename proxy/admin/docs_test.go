@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
 )
 
@@ -70,7 +69,7 @@ func TestSeriesDescribedAreRegistered(t *testing.T) {
 	i.QueueDepth(0, 0)
 	i.Request("x", 0, nil)
 	br.KafkaError(0, 1)
-	m.SetCoordination("d", func() cluster.Stats { return cluster.Stats{} })
+	m.SetCoordination("d", func() CoordinationStats { return CoordinationStats{} })
 	fams := embedtest.Scrape(t, base+"/metrics")
 	for _, s := range m.series {
 		if _, ok := fams[s.name]; !ok {
