@@ -32,7 +32,10 @@ func newLogger(cfg LogConfig, w io.Writer) zerolog.Logger {
 	}
 	tty := isTerminal(w)
 	if useConsole(cfg.Format, tty) {
-		return zerolog.New(consoleWriter(w, tty)).Level(level).With().Timestamp().Logger()
+		// The hook's nanosecond timestamp, not Timestamp() (whole seconds
+		// under zerolog's default TimeFieldFormat): console lines show
+		// milliseconds.
+		return zerolog.New(consoleWriter(w, tty)).Level(level).Hook(timeHook{})
 	}
 	// The timestamp is added by a hook rather than through
 	// zerolog.TimeFieldFormat, a package global this function must not

@@ -45,6 +45,15 @@ func TestConsoleLoggerAndLevels(t *testing.T) {
 	if !regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} DBG proxy: human readable conn_id=7\n$`).MatchString(out) {
 		t.Errorf("console output = %q", out)
 	}
+	// Milliseconds, not whole seconds: two lines 5 ms apart differ.
+	buf.Reset()
+	log.Info().Msg("a")
+	time.Sleep(5 * time.Millisecond) // lets the clock move; synchronises nothing
+	log.Info().Msg("b")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || lines[0][:12] == lines[1][:12] {
+		t.Errorf("console timestamps without milliseconds: %q", lines)
+	}
 	for level, logged := range map[string][]bool{
 		"trace": {true, true, true}, "debug": {false, true, true}, "warn": {false, false, true}, "error": {false, false, false},
 	} {
