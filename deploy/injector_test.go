@@ -84,6 +84,20 @@ func TestHelmInjectorSelfSigned(t *testing.T) {
 		t.Errorf("namespaceSelector does not exclude opted-out namespaces: %s", sel)
 	}
 
+	// The injector's own pods are never sent to it (with failurePolicy
+	// Fail it could not start again otherwise).
+	var injPod map[string]any
+	for _, d := range kinds["Deployment"] {
+		if dig(d, "metadata", "labels", "app.kubernetes.io/component") == "injector" {
+			injPod = d
+		}
+	}
+	if dig(hook, "objectSelector", "matchExpressions", 0, "key") != "kafka-iggy.io/injector" ||
+		dig(hook, "objectSelector", "matchExpressions", 0, "operator") != "DoesNotExist" ||
+		dig(injPod, "spec", "template", "metadata", "labels", "kafka-iggy.io/injector") != "true" {
+		t.Errorf("the injector's pods are not excluded: %v", dig(hook, "objectSelector"))
+	}
+
 	// The CA in the webhook configuration signed the Secret's certificate
 	// for the Service's DNS name.
 	var tlsSecret map[string]any
