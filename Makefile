@@ -12,8 +12,10 @@ BENCHTIME    ?= 1s
 STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Packages that hold fuzz targets (make fuzz runs every Fuzz* in each).
 FUZZ_PKGS    ?= $(shell $(GO) list ./... 2>/dev/null)
+# Packages whose tests make test-race runs under the race detector.
+RACE_PKGS    ?= ./proxy/... ./bridge/iggy/ ./bridge/groups/ ./bridge/cluster/ ./embedded/...
 
-.PHONY: all build run test test-deps gen gen-check lint fuzz bench e2e clean
+.PHONY: all build run test test-race test-deps gen gen-check lint fuzz bench e2e clean
 
 all: build
 
@@ -30,10 +32,18 @@ test-deps:
 	bash scripts/install-test-deps.sh
 
 ## test: install test dependencies, then run every test; the bridge's stack
-##       tests run a second time on an embedded server of Iggy protocol 0.12
+##       tests run a second time on an embedded server of Iggy protocol 0.12,
+##       and the concurrent packages a third time under the race detector
 test: test-deps
 	$(GO) test -count=1 -timeout 20m ./...
 	KAFKA_IGGY_TEST_IGGY_PROTOCOL=0.12 $(GO) test -count=1 -timeout 10m ./bridge/
+	$(MAKE) --no-print-directory test-race
+
+## test-race: the tests of the packages where goroutines share state (front
+##            door, Iggy client, groups, cluster, embedded server) under the
+##            race detector (-race needs cgo and a C compiler; test-deps checks)
+test-race:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## gen: regenerate codec/iggy/*_gen.go from schema/
 gen:

@@ -110,7 +110,7 @@ var decoderPool = sync.Pool{New: func() any { return new(records.Decoder) }}
 
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b}
-	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, ErrorCodes: errorCodes(produceErrorCodes)}
+	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, FrameCharge: 2, ErrorCodes: errorCodes(produceErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).produceAPI) }

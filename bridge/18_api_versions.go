@@ -66,7 +66,7 @@ func ApiVersionsAPI(table func() *Table, identity ...func(context.Context) (stri
 		id = identity[0]
 	}
 	return API{
-		Key:        apiVersionsKey,
+		Key:        kmsg.ApiVersions.Int16(),
 		Name:       "ApiVersions",
 		MinVersion: 0,
 		MaxVersion: ApiVersionsMaxVersion,
@@ -88,7 +88,7 @@ func handleApiVersions(ctx context.Context, t *Table, identity func(context.Cont
 	if t == nil {
 		return nil, fmt.Errorf("api versions: no table yet: %w", ErrBadRequest)
 	}
-	minV, maxV, served := t.Versions(apiVersionsKey)
+	minV, maxV, served := t.Versions(kmsg.ApiVersions.Int16())
 	if !served {
 		return nil, fmt.Errorf("api versions: table has no row for key 18: %w", ErrUnknownAPI)
 	}
@@ -122,7 +122,7 @@ func UnsupportedApiVersionsResponse(minVersion, maxVersion int16) *kmsg.ApiVersi
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
 	k := kmsg.NewApiVersionsResponseApiKey()
-	k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, minVersion, maxVersion
+	k.ApiKey, k.MinVersion, k.MaxVersion = kmsg.ApiVersions.Int16(), minVersion, maxVersion
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
 	return resp
 }

@@ -53,6 +53,12 @@ type API struct {
 	// Group marks an API that changes group membership: after it the
 	// group gauges are refreshed.
 	Group bool
+	// FrameCharge is how many times its frame's size a request of this
+	// API draws from the memory budget (limits.memory_bytes) from the
+	// moment the front door takes it off the socket until it is served;
+	// 0 means 1. Produce draws 2: the frame, and the Iggy messages built
+	// from it while it is served.
+	FrameCharge int64
 	// ErrorCodes walks a response of this API, calling f with every error
 	// code it carries (top level, per topic, per partition, ...); the
 	// metrics and the request log count the non-zero ones. Build it with
@@ -191,6 +197,17 @@ func (t *Table) Completes(key int16) bool {
 	return ok && a.Completes
 }
 
+// FrameCharge reports how many times its frame's size a request of key
+// draws from the memory budget (API.FrameCharge): at least 1, and 1 for a
+// key not in the Table.
+func (t *Table) FrameCharge(key int16) int64 {
+	a, ok := t.Lookup(key)
+	if !ok {
+		return 1
+	}
+	return max(a.FrameCharge, 1)
+}
+
 // Lookup returns the row for key. The pointer refers into the Table; do not
 // modify what it points to.
 func (t *Table) Lookup(key int16) (*API, bool) {
@@ -207,7 +224,8 @@ func (t *Table) All() []API {
 
 // Dispatch checks rq against the Table, calls the row's handler and checks
 // that the response matches the request (same key; same version, except
-// the ApiVersions v0 fallback). See HandlerFunc for what its results mean.
+// the ApiVersions v0 fallback; a mismatched VectoredResponse is released).
+// See HandlerFunc for what its results mean.
 // An error wraps one of ErrUnknownAPI, ErrUnsupportedVersion, ErrBadRequest,
 // ErrResponseMismatch, or the handler's own error.
 func (t *Table) Dispatch(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -236,14 +254,24 @@ func (t *Table) Dispatch(ctx context.Context, rq *Request) (kmsg.Response, error
 	if resp == nil {
 		return nil, nil
 	}
-	if resp.Key() != rq.Key {
-		return nil, fmt.Errorf("%s v%d: response key %d: %w", a.Name, rq.Version, resp.Key(), ErrResponseMismatch)
-	}
-	if v := resp.GetVersion(); v != rq.Version && (rq.Key != apiVersionsKey || v != 0) {
-		return nil, fmt.Errorf("%s v%d: response version %d: %w", a.Name, rq.Version, v, ErrResponseMismatch)
+	if err := matches(rq, resp); err != nil {
+		if vr, ok := resp.(VectoredResponse); ok {
+			vr.Release() // never encoded: its blocks go back here
+		}
+		return nil, fmt.Errorf("%s v%d: %w", a.Name, rq.Version, err)
 	}
 	return resp, nil
 }
 
-// apiVersionsKey is the Kafka API key of ApiVersions.
-const apiVersionsKey int16 = 18
+// matches checks that resp answers rq: the same key, and the same version
+// except ApiVersions' v0 fallback (KIP-511). This is the one place the
+// check is made; the front door encodes what Dispatch returns as is.
+func matches(rq *Request, resp kmsg.Response) error {
+	if resp.Key() != rq.Key {
+		return fmt.Errorf("response key %d: %w", resp.Key(), ErrResponseMismatch)
+	}
+	if v := resp.GetVersion(); v != rq.Version && (rq.Key != kmsg.ApiVersions.Int16() || v != 0) {
+		return fmt.Errorf("response version %d: %w", v, ErrResponseMismatch)
+	}
+	return nil
+}

@@ -273,3 +273,40 @@ func (c *conn) writeLocked(hdr, body []byte) bool {
 	}
 	return true
 }
+
+// cached returns the cached reply of request n, or nil.
+func (ss *session) cached(n uint64) *cachedReply {
+	for i := range ss.cache {
+		if ss.cache[i].request == n {
+			return &ss.cache[i]
+		}
+	}
+	return nil
+}
+
+// remember caches the reply of a committed request and raises the
+// session's high-water mark.
+func (ss *session) remember(n, bodyHash uint64, requestID wire.U128, out outcome, size int) {
+	ss.highest = n
+	cr := cachedReply{request: n, bodyHash: bodyHash, requestID: requestID, op: out.op, status: out.status, body: append([]byte(nil), out.body...)}
+	if len(ss.cache) < size {
+		ss.cache = append(ss.cache, cr)
+		return
+	}
+	ss.cache[ss.next] = cr
+	ss.next = (ss.next + 1) % size
+}
+
+// endSession unbinds c's session, removes its consumer-group memberships
+// (the groups rebalance) and forgets it. Caller holds Server.mu.
+func (s *Server) endSession(c *conn) {
+	sess := c.sess
+	if sess == nil {
+		return
+	}
+	c.sess = nil
+	s.leaveAllGroups(c)
+	if s.sessions[sess.client] == sess {
+		delete(s.sessions, sess.client)
+	}
+}

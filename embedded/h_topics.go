@@ -253,21 +253,33 @@ func (s *Server) purgeTopic(c *conn, r *request) outcome {
 	return c.okResult(nil)
 }
 
+// partitionsTopic is the head CREATE_PARTITIONS and DELETE_PARTITIONS share
+// (their bodies have one layout): it decodes the body into req, whose
+// fields sid, tid and count point into, bounds the count, resolves the topic
+// and checks the caller may manage it. ok false: answer with refused.
+func (s *Server) partitionsTopic(r *request, req interface{ DecodeFrom([]byte) (int, error) }, sid, tid *iggy.Identifier, count *uint32) (t *topic, refused outcome, ok bool) {
+	if err := decodeBody(req, r.body); err != nil {
+		return nil, statusOf(partitionsCountStatus(err)), false
+	}
+	if *count == 0 || *count > iggy.LimitMaxPartitionsPerRequest {
+		return nil, statusOf(iggy.StatusTooManyPartitions), false
+	}
+	t, status := s.resolveTopic(sid, tid)
+	if status != 0 {
+		return nil, resultErr(status), false
+	}
+	if !s.accessOf(r.sess).manageTopic(t.stream.id, t.id) {
+		return nil, resultErr(iggy.StatusUnauthorized), false
+	}
+	return t, outcome{}, true
+}
+
 // createPartitions serves CREATE_PARTITIONS. Called with Server.mu held.
 func (s *Server) createPartitions(c *conn, r *request) outcome {
 	var req iggy.CreatePartitionsRequest
-	if err := decodeBody(&req, r.body); err != nil {
-		return statusOf(partitionsCountStatus(err))
-	}
-	if req.PartitionsCount == 0 || req.PartitionsCount > iggy.LimitMaxPartitionsPerRequest {
-		return statusOf(iggy.StatusTooManyPartitions)
-	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
-	if status != 0 {
-		return resultErr(status)
-	}
-	if !s.accessOf(r.sess).manageTopic(t.stream.id, t.id) {
-		return resultErr(iggy.StatusUnauthorized)
+	t, refused, ok := s.partitionsTopic(r, &req, &req.StreamID, &req.TopicID, &req.PartitionsCount)
+	if !ok {
+		return refused
 	}
 	next := uint64(0)
 	if n := len(t.partitions); n > 0 {
@@ -291,18 +303,9 @@ func (s *Server) createPartitions(c *conn, r *request) outcome {
 // partitions go. Called with Server.mu held.
 func (s *Server) deletePartitions(c *conn, r *request) outcome {
 	var req iggy.DeletePartitionsRequest
-	if err := decodeBody(&req, r.body); err != nil {
-		return statusOf(partitionsCountStatus(err))
-	}
-	if req.PartitionsCount == 0 || req.PartitionsCount > iggy.LimitMaxPartitionsPerRequest {
-		return statusOf(iggy.StatusTooManyPartitions)
-	}
-	t, status := s.resolveTopic(&req.StreamID, &req.TopicID)
-	if status != 0 {
-		return resultErr(status)
-	}
-	if !s.accessOf(r.sess).manageTopic(t.stream.id, t.id) {
-		return resultErr(iggy.StatusUnauthorized)
+	t, refused, ok := s.partitionsTopic(r, &req, &req.StreamID, &req.TopicID, &req.PartitionsCount)
+	if !ok {
+		return refused
 	}
 	if int(req.PartitionsCount) > len(t.partitions) {
 		return resultErr(iggy.StatusInvalidPartitionsCount)

@@ -1,7 +1,7 @@
 package embedded
 
 // Golden-vector conformance: every request frame of
-// ../shared/iggy-vectors.json is sent to the server over TCP (only the
+// codec/iggy/testdata/vectors-0.11.json is sent to the server over TCP (only the
 // session, and where needed the request number, re-stamped through the
 // codec), and each reply is compared with the vector that shows its shape.
 
@@ -10,9 +10,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -26,28 +24,16 @@ var (
 	vectorsErr  error
 )
 
-// vectors loads ../shared/iggy-vectors.json (beside the repository). A
-// missing file fails the test when CI=true and skips it otherwise, as in
-// codec/iggy.
+// vectors011Path is codec/iggy's in-repo copy of the 0.11 golden vectors,
+// relative to this package's directory (where go test runs).
+const vectors011Path = "../codec/iggy/testdata/vectors-0.11.json"
+
+// vectors loads the 0.11 golden vectors; an unreadable file fails the test
+// (the file is part of the repository).
 func vectors(t testing.TB) map[string][]byte {
 	t.Helper()
 	vectorsOnce.Do(func() {
-		dir, err := os.Getwd()
-		for err == nil {
-			if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				err = errors.New("go.mod not found")
-			}
-			dir = parent
-		}
-		if err != nil {
-			vectorsErr = err
-			return
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, "..", "shared", "iggy-vectors.json"))
+		raw, err := os.ReadFile(vectors011Path)
 		if err != nil {
 			vectorsErr = err
 			return
@@ -68,10 +54,7 @@ func vectors(t testing.TB) map[string][]byte {
 		}
 	})
 	if vectorsErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("golden vectors unavailable: %v", vectorsErr)
-		}
-		t.Skipf("golden vectors (../shared/iggy-vectors.json) unavailable: %v", vectorsErr)
+		t.Fatalf("golden vectors (%s) unreadable: %v", vectors011Path, vectorsErr)
 	}
 	return vectorSet
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Request header layout (after the size prefix):
@@ -115,7 +117,7 @@ func uvarint32(b []byte) (v uint32, n int, ok bool) {
 func appendResponseHeader(dst []byte, corrID int32, flexible bool, key int16) []byte {
 	dst = append(dst, 0, 0, 0, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(corrID))
-	if flexible && key != apiVersionsKey {
+	if flexible && key != kmsg.ApiVersions.Int16() {
 		dst = append(dst, 0)
 	}
 	return dst
@@ -143,7 +145,4 @@ func finishFrameSized(b []byte, extra int) bool {
 	return true
 }
 
-const (
-	apiVersionsKey int16 = 18
-	maxInt32             = 1<<31 - 1
-)
+const maxInt32 = 1<<31 - 1

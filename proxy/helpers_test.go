@@ -184,15 +184,17 @@ const (
 
 // newTestTable builds the fake table: ApiVersions (the real bridge row),
 // Metadata answering with one broker (this listener), Produce echoing base
-// offset 0 and honouring acks=0, and Heartbeat behind the gate.
+// offset 0 and honouring acks=0, and Heartbeat behind the gate. Produce
+// draws twice its frame from the budget, as the bridge's row does.
 func newTestTable(t testing.TB, e *env) *bridge.Table {
 	t.Helper()
 	var tab *bridge.Table
 	tab, err := bridge.NewTable(
 		bridge.ApiVersionsAPI(func() *bridge.Table { return tab }),
 		bridge.API{Key: 3, MinVersion: 0, MaxVersion: testMetadataMax, Handle: e.metadata},
-		bridge.API{Key: 0, MinVersion: 3, MaxVersion: testProduceMax, Handle: e.produce},
-		bridge.API{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: e.gate.handle},
+		bridge.API{Key: 0, MinVersion: 3, MaxVersion: testProduceMax, Handle: e.produce, FrameCharge: 2},
+		// FrameCharge 3: TestFrameChargeComesFromTable sees it charged.
+		bridge.API{Key: 12, MinVersion: 0, MaxVersion: 4, Handle: e.gate.handle, FrameCharge: 3},
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -578,3 +578,25 @@ func onlyConn(t testing.TB, s *Server) *conn {
 	})
 	return cs
 }
+
+// TestFrameChargeComesFromTable: a request holds its row's FrameCharge
+// times its frame size of the memory budget while it is served (the test
+// table's Heartbeat row charges 3), and returns it once answered.
+func TestFrameChargeComesFromTable(t *testing.T) {
+	e := startEnv(t, nil)
+	c := dial(t, e.addr)
+	frame := appendRequest(nil, 1, &testClientID, kmsg.NewPtrHeartbeatRequest())
+	send(t, c, frame)
+	if got := e.gate.waitEntered(t); got != 1 {
+		t.Fatalf("request %d entered the handler, want 1", got)
+	}
+	size := int64(len(frame) - FrameHeaderSize)
+	if got, want := e.srv.budget.InUse(), 3*size; got != want {
+		t.Fatalf("budget in use %d while the request is served, want 3 × %d = %d", got, size, want)
+	}
+	e.gate.open(1)
+	if corr, _ := readResponse(t, c); corr != 1 {
+		t.Fatalf("reply has corr %d", corr)
+	}
+	embedtest.WaitFor(t, testTimeout, "the frame's budget back", func() bool { return e.srv.budget.InUse() == 0 })
+}

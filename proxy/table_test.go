@@ -165,3 +165,56 @@ func TestApiVersionsHandler(t *testing.T) {
 		t.Fatalf("fallback %+v", fb)
 	}
 }
+
+// TestTableFrameCharge: the budget charge of a row's frames is its
+// FrameCharge, at least 1; a key outside the table is charged once.
+func TestTableFrameCharge(t *testing.T) {
+	tab, err := bridge.NewTable(
+		bridge.API{Key: 0, MinVersion: 3, MaxVersion: 12, Handle: okHandler, FrameCharge: 2},
+		bridge.API{Key: 3, MaxVersion: 12, Handle: okHandler},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  int16
+		want int64
+	}{{0, 2}, {3, 1}, {12, 1}, {-1, 1}, {int16(kmsg.MaxKey) + 1, 1}} {
+		if got := tab.FrameCharge(tc.key); got != tc.want {
+			t.Errorf("FrameCharge(%d) = %d, want %d", tc.key, got, tc.want)
+		}
+	}
+}
+
+// vectored is a VectoredResponse of the wrong version that records its
+// Release.
+type vectored struct {
+	*kmsg.HeartbeatResponse
+	released int
+}
+
+func (v *vectored) AppendVectored(dst []byte, _ int) []byte { return v.AppendTo(dst) }
+func (v *vectored) Cuts() []bridge.Cut                      { return nil }
+func (v *vectored) Release()                                { v.released++ }
+
+// TestTableDispatchReleasesMismatchedVectored: a VectoredResponse that
+// does not match its request is released where the mismatch is found (the
+// front door never sees it).
+func TestTableDispatchReleasesMismatchedVectored(t *testing.T) {
+	v := &vectored{HeartbeatResponse: kmsg.NewPtrHeartbeatResponse()}
+	tab, err := bridge.NewTable(bridge.API{Key: 12, MaxVersion: 4, Handle: func(_ context.Context, rq *bridge.Request) (kmsg.Response, error) {
+		v.Version = rq.Version + 1
+		return v, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := kmsg.NewPtrHeartbeatRequest()
+	m.Version = 1
+	if _, err := tab.Dispatch(context.Background(), &bridge.Request{Key: 12, Version: 1, Msg: m}); !errors.Is(err, bridge.ErrResponseMismatch) {
+		t.Fatalf("err %v, want ErrResponseMismatch", err)
+	}
+	if v.released != 1 {
+		t.Fatalf("released %d times, want 1", v.released)
+	}
+}

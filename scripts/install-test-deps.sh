@@ -49,6 +49,12 @@ apt_install() {
     run_quiet "apt-get install $*" as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
 }
 
+# --- a C compiler for `make test-race` (go test -race needs cgo) ---------------
+echo "== test deps: C compiler (race detector)"
+if ! command -v "$(go env CC)" >/dev/null 2>&1; then
+    apt_install gcc libc6-dev
+fi
+
 # --- kcat (Debian package) for scripts/e2e/kcat_test.go -----------------------
 echo "== test deps: kcat"
 if ! command -v kcat >/dev/null 2>&1; then

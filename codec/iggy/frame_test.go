@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,7 +16,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
-// ---- golden vectors (shared/iggy-vectors.json beside the repository) ----
+// ---- golden vectors (testdata/vectors-0.11.json) ----
 
 type goldenVector struct {
 	Name        string `json:"name"`
@@ -26,6 +25,10 @@ type goldenVector struct {
 	Derived     bool   `json:"derived"`
 }
 
+// vectors011Path is the in-repo copy of the 0.11 golden vectors; the
+// embedded server's conformance test reads the same file.
+const vectors011Path = "testdata/vectors-0.11.json"
+
 var (
 	vectorsOnce   sync.Once
 	vectorsByName map[string][]byte
@@ -33,30 +36,8 @@ var (
 	vectorsErr    error
 )
 
-func vectorsPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared", "iggy-vectors.json"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
 func loadVectorFile() {
-	path, err := vectorsPath()
-	if err != nil {
-		vectorsErr = err
-		return
-	}
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(vectors011Path)
 	if err != nil {
 		vectorsErr = err
 		return
@@ -78,33 +59,29 @@ func loadVectorFile() {
 	}
 }
 
-// skipper is what both *testing.T/B and *testing.F offer.
-type skipper interface {
+// fataler is what both *testing.T/B and *testing.F offer.
+type fataler interface {
 	Helper()
 	Fatalf(format string, args ...any)
-	Skipf(format string, args ...any)
 }
 
-// vectors returns the golden vectors by name. A missing or unreadable file
-// fails the test when CI=true and skips it otherwise.
-func vectors(tb skipper) map[string][]byte {
+// vectors returns the golden vectors by name; an unreadable file fails the
+// test (the file is part of the repository).
+func vectors(tb fataler) map[string][]byte {
 	tb.Helper()
 	vectorsOnce.Do(loadVectorFile)
 	if vectorsErr != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("golden vectors (../shared/iggy-vectors.json from the repository root) unavailable: %v", vectorsErr)
-		}
-		tb.Skipf("golden vectors (../shared/iggy-vectors.json from the repository root) unavailable, skipping: %v", vectorsErr)
+		tb.Fatalf("golden vectors (%s) unreadable: %v", vectors011Path, vectorsErr)
 	}
 	return vectorsByName
 }
 
 // vec returns one golden vector (a copy, so tests may mutate it).
-func vec(tb skipper, name string) []byte {
+func vec(tb fataler, name string) []byte {
 	tb.Helper()
 	b, ok := vectors(tb)[name]
 	if !ok {
-		tb.Fatalf("golden vector %q missing from iggy-vectors.json", name)
+		tb.Fatalf("golden vector %q missing from %s", name, vectors011Path)
 	}
 	return bytes.Clone(b)
 }

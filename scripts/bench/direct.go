@@ -6,6 +6,7 @@ package main
 // sending batches of B messages to its own partition.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,37 +111,11 @@ type directSpec struct {
 // inside the window count. With s.rate each connection paces its batches.
 func directProduce(ctx context.Context, s directSpec, pool [][]byte, m *meter) (r Result, err error) {
 	clients := make([]*iggy.Client, s.conns)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, c := range clients {
-			if c != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); c.Close() }()
-			}
-		}
-		wg.Wait()
-	}()
-	{
-		var firstErr atomic.Value
-		sem := make(chan struct{}, 32)
-		var wg sync.WaitGroup
-		for i := range clients {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				c, err := directClient(ctx, s.addr, 1)
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				clients[i] = c
-			}()
-		}
-		wg.Wait()
-		if e, ok := firstErr.Load().(error); ok {
-			return r, e
-		}
+	defer closeAll(clients, func(c *iggy.Client) { c.Close() })
+	if stopped, err := openSlots(ctx, clients, func(ctx context.Context, _ int) (*iggy.Client, error) {
+		return directClient(ctx, s.addr, 1)
+	}); err != nil || stopped {
+		return r, cmp.Or(err, ctx.Err())
 	}
 	t := iggy.TopicRef{Stream: benchStream, Topic: s.topic}
 	limit := s.records

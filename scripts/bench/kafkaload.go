@@ -5,6 +5,7 @@ package main
 // deadline, latencies in HDR histograms.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -131,46 +132,25 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 	}
 	n := max(1, s.clients)
 	clients := make([]*kgo.Client, n)
-	defer func() {
-		var wg sync.WaitGroup
-		for _, cl := range clients {
+	defer closeAll(clients, func(cl *kgo.Client) { cl.Close() })
+	if stopped, err := openSlots(ctx, clients, func(ctx context.Context, i int) (*kgo.Client, error) {
+		cl, err := kgo.NewClient(opts...)
+		if err == nil {
+			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+			err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
+			wcancel()
+		}
+		if err != nil {
 			if cl != nil {
-				wg.Add(1)
-				go func() { defer wg.Done(); cl.Close() }()
+				cl.Close()
 			}
+			return nil, fmt.Errorf("warm-up produce: %w", err)
 		}
-		wg.Wait()
-	}()
-	var firstErr atomic.Value
-	{
-		sem := make(chan struct{}, 32)
-		var wg sync.WaitGroup
-		for i := range clients {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				cl, err := kgo.NewClient(opts...)
-				if err == nil {
-					wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-					err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
-					wcancel()
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, fmt.Errorf("warm-up produce: %w", err))
-					if cl != nil {
-						cl.Close()
-					}
-					return
-				}
-				clients[i] = cl
-			}()
-		}
-		wg.Wait()
-		if e, ok := firstErr.Load().(error); ok {
-			return r, e
-		}
+		return cl, nil
+	}); err != nil || stopped {
+		return r, cmp.Or(err, ctx.Err())
 	}
+	var firstErr atomic.Value
 
 	var (
 		acked, bytes, failed atomic.Int64

@@ -441,29 +441,10 @@ func openAll[T comparable](ctx context.Context, timeout time.Duration, clients [
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var firstErr atomic.Value
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	for i := range clients {
-		if cctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c, err := open(cctx, i)
-			if err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			clients[i] = c
-		}()
-	}
-	wg.Wait()
+	_, err := openSlots(cctx, clients, open)
 	took := time.Since(start)
-	if e, ok := firstErr.Load().(error); ok {
-		return took, e
+	if err != nil {
+		return took, err
 	}
 	var zero T
 	for _, c := range clients {
@@ -472,6 +453,37 @@ func openAll[T comparable](ctx context.Context, timeout time.Duration, clients [
 		}
 	}
 	return took, nil
+}
+
+// openSlots fills the slots of clients with open, at most 32 at a time,
+// and returns the first error. Once ctx is done it starts no more: the
+// slots not reached stay zero and stopped is true.
+func openSlots[T comparable](ctx context.Context, clients []T, open func(ctx context.Context, i int) (T, error)) (stopped bool, err error) {
+	var firstErr atomic.Value
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range clients {
+		if ctx.Err() != nil {
+			stopped = true
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := open(ctx, i)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			clients[i] = c
+		}()
+	}
+	wg.Wait()
+	if e, ok := firstErr.Load().(error); ok {
+		return stopped, e
+	}
+	return stopped, nil
 }
 
 // closeAll closes every opened client (the non-zero slots) in parallel.

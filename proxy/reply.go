@@ -1,0 +1,250 @@
+package proxy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/valyala/bytebufferpool"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge"
+)
+
+// encode writes the framed response: size, header, body. The response
+// matches rq (Dispatcher.Dispatch checked its key and version). A
+// bridge.VectoredResponse keeps its large blocks out of the buffer; they
+// are spliced in when the reply is written.
+func (s *Server) encode(rq *bridge.Request, resp kmsg.Response) (reply, error) {
+	vr, vectored := resp.(bridge.VectoredResponse)
+	out := s.outPool.Get()
+	b := appendResponseHeader(out.B[:0], rq.CorrID, rq.Msg.IsFlexible(), rq.Key)
+	rep := reply{buf: out}
+	if vectored {
+		b = vr.AppendVectored(b, maxCuts)
+		rep.vr = vr
+	} else {
+		b = resp.AppendTo(b)
+	}
+	out.B = b
+	extra := 0
+	for _, c := range rep.cuts() {
+		extra += len(c.Data)
+	}
+	if !finishFrameSized(b, extra) {
+		rep.release(s)
+		return reply{}, fmt.Errorf("response of %d bytes exceeds the int32 frame size", len(b)+extra)
+	}
+	return rep, nil
+}
+
+func (s *Server) getBatch(cs *conn) *writeBatch {
+	wb, _ := s.batchPool.Get().(*writeBatch)
+	if wb == nil {
+		wb = &writeBatch{s: s}
+		wb.cb = wb.written
+	}
+	wb.cs = cs
+	return wb
+}
+
+// reply is one encoded response: the reply buffer (nil: the request has
+// no reply) and, for a bridge.VectoredResponse, the response whose blocks
+// (vr.Cuts) are spliced into it (released once written). Kept small: every
+// connection has a ring of max_in_flight of them.
+type reply struct {
+	buf *bytebufferpool.ByteBuffer
+	vr  bridge.VectoredResponse
+}
+
+// cuts returns the blocks to splice into the reply buffer.
+func (r *reply) cuts() []bridge.Cut {
+	if r.vr == nil {
+		return nil
+	}
+	return r.vr.Cuts()
+}
+
+// release returns the reply's memory: the buffer to the pool, the blocks
+// to their response.
+func (r *reply) release(s *Server) {
+	if r.buf != nil {
+		s.outPool.Put(r.buf)
+	}
+	if r.vr != nil {
+		r.vr.Release()
+	}
+	*r = reply{}
+}
+
+// iovs is how many writev pieces the reply takes.
+func (r *reply) iovs() int { return 1 + 2*len(r.cuts()) }
+
+// maxIovs bounds the pieces of one AsyncWritev (Linux refuses a writev of
+// more than IOV_MAX = 1024, and gnet would close the connection).
+const maxIovs = 1024
+
+// maxCuts bounds the blocks one vectored response leaves out of its reply
+// buffer (the rest is copied), so that a reply always fits one writev.
+const maxCuts = 64
+
+// slot is one entry of a connection's reorder ring.
+type slot struct {
+	ready bool
+	rep   reply
+}
+
+// complete hands the reply of request seq (nil: no reply) to the reorder
+// ring and writes every reply that is now next in order with one
+// AsyncWritev. Safe off the loop; called once per request.
+func (cs *conn) complete(seq uint64, rep reply) {
+	s := cs.s
+	cs.mu.Lock()
+	if cs.flags.isSet(flagClosed) {
+		cs.mu.Unlock()
+		rep.release(s)
+		s.finish(1)
+		return
+	}
+	sl := &cs.ring[seq%uint64(len(cs.ring))]
+	sl.ready, sl.rep = true, rep
+	if seq != cs.nextOut {
+		cs.mu.Unlock()
+		return
+	}
+	var wb *writeBatch
+	skipped, written := 0, 0
+	for {
+		sl := &cs.ring[cs.nextOut%uint64(len(cs.ring))]
+		if !sl.ready {
+			break
+		}
+		if sl.rep.buf == nil {
+			skipped++
+			sl.rep.release(s)
+		} else {
+			if wb != nil && len(wb.iov)+sl.rep.iovs() > maxIovs {
+				written += cs.writeLocked(wb)
+				wb = nil
+			}
+			if wb == nil {
+				wb = s.getBatch(cs)
+			}
+			wb.add(&sl.rep)
+		}
+		*sl = slot{}
+		cs.nextOut++
+	}
+	if wb != nil {
+		written += cs.writeLocked(wb)
+	}
+	done := skipped + written
+	if done > 0 {
+		cs.inFlight -= done
+		cs.maybeResumeLocked()
+	}
+	cs.mu.Unlock()
+	if done > 0 {
+		s.finish(done)
+	}
+}
+
+// writeLocked hands wb to gnet and returns the number of replies released
+// on the spot (gnet refused the write: the callback will not run). cs.mu
+// must be held: AsyncWritev calls are queued FIFO, so issuing them in
+// sequence order under the lock keeps replies in order; and OnClose cannot
+// run in between, so the loop is still alive.
+func (cs *conn) writeLocked(wb *writeBatch) int {
+	if err := cs.gc.AsyncWritev(wb.iov, wb.cb); err != nil {
+		n := wb.replies
+		wb.release()
+		return n
+	}
+	return 0
+}
+
+// maybeResumeLocked wakes a connection paused at max_in_flight once it is
+// below the cap again. cs.mu must be held.
+func (cs *conn) maybeResumeLocked() {
+	if cs.flags.isSet(flagPausedInFlight) && cs.inFlight < cs.s.cfg.Limits.MaxInFlight && !cs.flags.isSet(flagClosed) {
+		cs.flags.clear(flagPausedInFlight)
+		_ = cs.gc.Wake(nil)
+	}
+}
+
+// writeBatch is one AsyncWritev: the pooled reply buffers and their bytes.
+// Batches are pooled with their callback bound once, so a write allocates
+// nothing.
+type writeBatch struct {
+	s       *Server
+	cs      *conn
+	bufs    []*bytebufferpool.ByteBuffer
+	vrs     []bridge.VectoredResponse // owners of spliced blocks
+	iov     [][]byte
+	bytes   int
+	replies int
+	cb      gnet.AsyncCallback
+}
+
+// add takes over rep: its buffer, with the response's blocks spliced in.
+func (wb *writeBatch) add(rep *reply) {
+	b := rep.buf.B
+	wb.bufs = append(wb.bufs, rep.buf)
+	wb.bytes += len(b)
+	at := 0
+	for _, c := range rep.cuts() {
+		if c.At > at {
+			wb.iov = append(wb.iov, b[at:c.At])
+		}
+		wb.iov = append(wb.iov, c.Data)
+		wb.bytes += len(c.Data)
+		at = c.At
+	}
+	if at < len(b) {
+		wb.iov = append(wb.iov, b[at:])
+	}
+	if rep.vr != nil {
+		wb.vrs = append(wb.vrs, rep.vr)
+	}
+	wb.replies++
+	*rep = reply{}
+}
+
+// release returns the buffers, the blocks and the batch to their pools.
+func (wb *writeBatch) release() {
+	for i, b := range wb.bufs {
+		wb.s.outPool.Put(b)
+		wb.bufs[i] = nil
+	}
+	for i, vr := range wb.vrs {
+		vr.Release()
+		wb.vrs[i] = nil
+	}
+	clear(wb.iov)
+	wb.bufs, wb.vrs, wb.iov, wb.bytes, wb.replies, wb.cs = wb.bufs[:0], wb.vrs[:0], wb.iov[:0], 0, 0, nil
+	wb.s.batchPool.Put(wb)
+}
+
+// written is the AsyncWritev callback. It runs on the connection's event
+// loop once the bytes are on the socket or in gnet's outbound buffer (or
+// the connection is gone), and must not block.
+func (wb *writeBatch) written(c gnet.Conn, err error) error {
+	s, cs, n, bytes := wb.s, wb.cs, wb.replies, wb.bytes
+	if c != nil && err == nil && !cs.isClosed() {
+		// Charge what gnet kept of the bytes before their own budget
+		// goes back with the batch (after OnClose nothing is charged:
+		// it released the connection's account).
+		s.settleOutbound(c, cs)
+	}
+	wb.release()
+	if err == nil {
+		s.metrics.BytesOut(bytes)
+		cs.touch(time.Now())
+	}
+	cs.mu.Lock()
+	cs.inFlight -= n
+	cs.maybeResumeLocked()
+	cs.mu.Unlock()
+	s.finish(n)
+	return nil
+}
