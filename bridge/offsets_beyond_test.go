@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 // Committed offsets Iggy refuses to store (bridge/offsets/beyond.go): Kafka
@@ -104,5 +106,44 @@ func TestOffsetsCommitAnyOffset(t *testing.T) {
 			commit(map[int32]int64{2: 7})
 			want(s.Addr, map[int32]int64{0: -1, 1: -1, 2: 7})
 		})
+	}
+}
+
+// TestOffsetsBeyondRepeatedCommit: a consumer committing an unchanged
+// position on an empty partition again and again (Java's auto-commit every
+// interval) adds one record to the beyond log, not one per commit; a
+// different offset and the clearing add one each.
+func TestOffsetsBeyondRepeatedCommit(t *testing.T) {
+	s := offsetsStack(t, false, "consumer")
+	offTopic(t, s, "idle", 1, nil)
+	r := dialRaw(t, s.Addr)
+	records := func() uint64 {
+		t.Helper()
+		info, err := s.Client.RefreshTopic(offCtx(t), iggy.TopicRef{Stream: "__kafka_iggy", Topic: "committed_offsets"})
+		if err != nil {
+			t.Fatalf("the beyond log: %v", err)
+		}
+		return info.Details.MessagesCount
+	}
+	commit := func(o int64) {
+		t.Helper()
+		if codes := rawCommit(r, 8, "idle-g", "idle", [16]byte{}, map[int32]int64{0: o}); codes[0] != 0 {
+			t.Fatalf("commit %d: %v", o, codes)
+		}
+	}
+	for range 5 {
+		commit(0)
+	}
+	if n := records(); n != 1 {
+		t.Fatalf("five commits of 0 wrote %d records, want 1", n)
+	}
+	commit(3)
+	commit(3)
+	commit(-1)
+	if n := records(); n != 3 {
+		t.Fatalf("then 3, 3 and -1: %d records, want 3", n)
+	}
+	if got, code := rawFetch(r, 8, "idle-g", strPtr("idle"), [16]byte{}, 0); code != 0 || got["idle"][0] != (fetched{-1, 0}) {
+		t.Fatalf("fetch after -1: %v %d", got, code)
 	}
 }

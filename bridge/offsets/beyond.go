@@ -30,8 +30,9 @@
 // Reading. Every commit and read of a committed offset reads the log to
 // its end first (one POLL_MESSAGES of the log's partition, shared by the
 // calls that wait for it), so it sees the entries any sidecar wrote before.
-// Until the log exists (no commit was ever refused), a cached GET_TOPIC
-// stands for the poll. The log is read whole at first use; it holds one
+// Until the log exists (no commit was ever refused), a GET_TOPIC at most
+// every beyondAbsentRecheck stands for the poll: a log another sidecar
+// creates is seen within that bound. The log is read whole at first use; it holds one
 // record per refused commit and per clearing, and is not compacted.
 
 package offsets
@@ -56,6 +57,9 @@ const (
 	beyondTopic     = "committed_offsets"
 	beyondPollCount = 1000
 	beyondVersion   = 1
+	// beyondAbsentRecheck is how long a sidecar that found no log goes on
+	// without looking again.
+	beyondAbsentRecheck = time.Second
 )
 
 var beyondRef = iggy.TopicRef{Stream: beyondStream, Topic: beyondTopic}
@@ -89,6 +93,7 @@ type beyondLog struct {
 
 	syncMu   sync.Mutex // one reader of Iggy at a time
 	syncedAt time.Time  // when the last read to the end began (under syncMu)
+	absentAt time.Time  // when the log was last found missing (under syncMu)
 
 	mu      sync.RWMutex
 	entries map[commitKey]beyondEntry
@@ -124,8 +129,12 @@ func (b *beyondLog) syncLocked(ctx context.Context) error {
 	if !created {
 		// No poll of a log nobody wrote: a real server logs every poll
 		// of a missing topic.
+		if !b.absentAt.IsZero() && time.Since(b.absentAt) < beyondAbsentRecheck {
+			return nil
+		}
 		if _, err := b.client.GetTopic(ctx, beyondRef); err != nil {
 			if iggy.IsNotFound(err) {
+				b.absentAt = time.Now()
 				return nil
 			}
 			return err
@@ -267,6 +276,7 @@ func (b *beyondLog) ensure(ctx context.Context) error {
 		return nil
 	}
 	if _, err := b.client.GetTopic(ctx, beyondRef); err == nil {
+		b.setCreated()
 		return nil
 	}
 	if _, err := b.client.EnsureStream(ctx, beyondStream); err != nil {
@@ -279,5 +289,13 @@ func (b *beyondLog) ensure(ctx context.Context) error {
 	if _, err := b.client.CreateTopic(ctx, beyondRef, 1, opts); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
 		return err
 	}
+	b.setCreated()
 	return nil
+}
+
+// setCreated notes that the log exists.
+func (b *beyondLog) setCreated() {
+	b.mu.Lock()
+	b.created = true
+	b.mu.Unlock()
 }

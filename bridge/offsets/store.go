@@ -284,6 +284,15 @@ func (s *Store) Commit(ctx context.Context, mode Mode, group string, ref iggy.To
 		if err := s.beyond.sync(ctx); err != nil {
 			return err
 		}
+		switch off, ok, err := s.beyond.live(ctx, key); {
+		case err != nil:
+			return err
+		case ok && off == offset:
+			// Held already (a consumer's periodic commit of an unchanged
+			// position on an empty partition): no refused store in the
+			// server's log, no new record.
+			return nil
+		}
 		err := s.store(ctx, sl, mode, group, ref, partition, offset)
 		switch {
 		case errors.Is(err, icodec.StatusInvalidOffset):
