@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // Committed offsets Iggy refuses to store (bridge/offsets/beyond.go): Kafka
@@ -145,5 +146,38 @@ func TestOffsetsBeyondRepeatedCommit(t *testing.T) {
 	}
 	if got, code := rawFetch(r, 8, "idle-g", strPtr("idle"), [16]byte{}, 0); code != 0 || got["idle"][0] != (fetched{-1, 0}) {
 		t.Fatalf("fetch after -1: %v %d", got, code)
+	}
+}
+
+// TestOffsetsBeyondUnreadable: a sidecar whose Iggy user may not read the
+// beyond log (rights on the Kafka stream only) still stores and reads the
+// commits Iggy takes; the log counts as empty for it.
+func TestOffsetsBeyondUnreadable(t *testing.T) {
+	s := offsetsStack(t, false, "consumer")
+	offTopic(t, s, "plain", 2, map[int32]int{0: 5})
+	// A refused commit through the root sidecar creates the log.
+	if codes := rawCommit(dialRaw(t, s.Addr), 8, "ug", "plain", [16]byte{}, map[int32]int64{1: 0}); codes[1] != 0 {
+		t.Fatalf("commit 0 on an empty partition: %v", codes)
+	}
+	info, err := s.Client.GetTopic(offCtx(t), iggy.TopicRef{Stream: "kafka", Topic: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := &icodec.SizedPermissions{Permissions: icodec.Permissions{Streams: []icodec.StreamPermissions{{
+		StreamID: info.StreamID, ReadStream: true, ReadTopics: true, ManageTopics: true, PollMessages: true, SendMessages: true,
+	}}}}
+	if err := s.Client.Do(offCtx(t), &icodec.CreateUserRequest{Username: "kafkaonly", Password: "secret", Status: icodec.UserStatusActive, Permissions: perms}, nil); err != nil {
+		t.Fatalf("create user: %v", err)
+	}
+	s2 := offsetsStack(t, false, "consumer", func(o *stackOpts) {
+		o.shared = s.Iggy
+		o.client.Username, o.client.Password = "kafkaonly", "secret"
+	})
+	r := dialRaw(t, s2.Addr)
+	if codes := rawCommit(r, 8, "ug", "plain", [16]byte{}, map[int32]int64{0: 3}); codes[0] != 0 {
+		t.Fatalf("commit through the sidecar that may not read the log: %v", codes)
+	}
+	if got, code := rawFetch(r, 8, "ug", strPtr("plain"), [16]byte{}, 0); code != 0 || got["plain"][0] != (fetched{3, 0}) {
+		t.Fatalf("fetch through the sidecar that may not read the log: %v %d", got, code)
 	}
 }

@@ -27,6 +27,10 @@
 // commit, OffsetDelete and DeleteGroups clear the entry when one is live
 // (one record). Reads take the entry when it is live, else the Iggy keys.
 //
+// An Iggy user without the right to read the log (a refusal, not an
+// outage) is logged once at error level and the log is taken as empty:
+// commits Iggy stores keep working, the ones it refuses fail as before.
+//
 // Reading. Every commit and read of a committed offset reads the log to
 // its end first (one POLL_MESSAGES of the log's partition, shared by the
 // calls that wait for it), so it sees the entries any sidecar wrote before.
@@ -44,7 +48,10 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -89,7 +96,9 @@ type beyondEntry struct {
 
 // beyondLog is a sidecar's view of the log.
 type beyondLog struct {
-	client *iggy.Client
+	client  *iggy.Client
+	log     zerolog.Logger
+	refused atomic.Bool // a read was refused (logged once)
 
 	syncMu   sync.Mutex // one reader of Iggy at a time
 	syncedAt time.Time  // when the last read to the end began (under syncMu)
@@ -101,8 +110,8 @@ type beyondLog struct {
 	created bool   // the log topic is known to exist
 }
 
-func newBeyondLog(client *iggy.Client) *beyondLog {
-	return &beyondLog{client: client, entries: map[commitKey]beyondEntry{}}
+func newBeyondLog(client *iggy.Client, log zerolog.Logger) *beyondLog {
+	return &beyondLog{client: client, log: log, entries: map[commitKey]beyondEntry{}}
 }
 
 // sync reads the log to its end, unless a read that began after this call
@@ -116,7 +125,19 @@ func (b *beyondLog) sync(ctx context.Context) error {
 	}
 	began := time.Now()
 	if err := b.syncLocked(ctx); err != nil {
-		return err
+		if !iggy.IsUnauthorized(err) {
+			return err
+		}
+		if b.refused.CompareAndSwap(false, true) {
+			b.log.Error().Err(err).Str("iggy_stream", beyondStream).Str("iggy_topic", beyondTopic).
+				Msg("offsets: the Iggy user may not read the log of commits Iggy refuses; it is taken as empty")
+		}
+		// Looked up again like a missing log: at most once a
+		// beyondAbsentRecheck.
+		b.mu.Lock()
+		b.created = false
+		b.mu.Unlock()
+		b.absentAt = time.Now()
 	}
 	b.syncedAt = began
 	return nil

@@ -184,7 +184,7 @@ type Store struct {
 // topics of topics, in mode (offsets.mode: auto, external-group or
 // consumer).
 func New(client *iggy.Client, topics Topics, mode string, log zerolog.Logger) *Store {
-	s := &Store{client: client, topics: topics, log: log, beyond: newBeyondLog(client)}
+	s := &Store{client: client, topics: topics, log: log, beyond: newBeyondLog(client, log)}
 	switch mode {
 	case "external-group":
 		s.pinned = ModeExternal
