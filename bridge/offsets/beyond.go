@@ -26,18 +26,22 @@
 // a commit Iggy refuses writes the entry; a commit Iggy stores, a negative
 // commit, OffsetDelete and DeleteGroups clear the entry when one is live
 // (one record). Reads take the entry when it is live, else the Iggy keys.
+// A commit of the offset a live entry holds writes nothing (an idle
+// consumer's periodic commit on an empty partition).
 //
 // An Iggy user without the right to read the log (a refusal, not an
 // outage) is logged once at error level and the log is taken as empty:
-// commits Iggy stores keep working, the ones it refuses fail as before.
+// commits Iggy stores keep working, the ones it refuses fail with
+// GROUP_AUTHORIZATION_FAILED.
 //
 // Reading. Every commit and read of a committed offset reads the log to
 // its end first (one POLL_MESSAGES of the log's partition, shared by the
 // calls that wait for it), so it sees the entries any sidecar wrote before.
 // Until the log exists (no commit was ever refused), a GET_TOPIC at most
 // every beyondAbsentRecheck stands for the poll: a log another sidecar
-// creates is seen within that bound. The log is read whole at first use; it holds one
-// record per refused commit and per clearing, and is not compacted.
+// creates is seen within that bound. The log is read whole at first use;
+// it holds one record per refused commit and per clearing, and is not
+// compacted.
 
 package offsets
 
