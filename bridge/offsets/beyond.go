@@ -169,11 +169,11 @@ func (b *beyondLog) syncLocked(ctx context.Context) error {
 		b.mu.RLock()
 		next := b.next
 		b.mu.RUnlock()
-		p, err := b.client.Poll(ctx, &icodec.PollMessagesRequest{
-			Consumer: beyondConsumer, StreamID: beyondRef.StreamID(), TopicID: beyondRef.TopicID(),
-			PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
-			Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: next},
-			Count:       beyondPollCount,
+		n, err := b.client.PollLog(ctx, beyondConsumer, beyondRef, next, beyondPollCount, func(offset uint64, payload []byte) {
+			b.mu.Lock()
+			b.apply(payload)
+			b.next = offset + 1
+			b.mu.Unlock()
 		})
 		if err != nil {
 			if iggy.IsNotFound(err) {
@@ -184,25 +184,9 @@ func (b *beyondLog) syncLocked(ctx context.Context) error {
 			}
 			return err
 		}
-		n := 0
-		it := p.Messages()
 		b.mu.Lock()
-		for it.Next() {
-			m := it.Message()
-			if m.Offset < b.next {
-				continue
-			}
-			b.apply(m.Payload)
-			b.next = m.Offset + 1
-			n++
-		}
 		b.created = true
 		b.mu.Unlock()
-		err = it.Err()
-		p.Release()
-		if err != nil {
-			return err
-		}
 		if n < beyondPollCount {
 			return nil
 		}
