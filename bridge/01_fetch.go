@@ -42,11 +42,11 @@ package bridge
 //     interval check is one GET_TOPIC per topic (every partition's end
 //     offset) and the partitions are read again only when one moved. It
 //     answers what it has when the deadline passes or the connection closes.
-//   - Sessions (KIP-227): none are created. SessionID 0 with epoch 0 or -1
-//     is a full, sessionless fetch answered with SessionID 0 (clients then
-//     keep sending full fetches); any other SessionID answers
-//     FETCH_SESSION_ID_NOT_FOUND (70), SessionID 0 with another epoch
-//     INVALID_FETCH_SESSION_EPOCH (71). ForgottenTopics are ignored.
+//   - Sessions (KIP-227): none are created. Epoch -1 (whatever the
+//     SessionID, as Kafka's FINAL_EPOCH) and epoch 0 are full, sessionless
+//     fetches answered with SessionID 0 (clients then keep sending full
+//     fetches); any other epoch names a session and answers
+//     FETCH_SESSION_ID_NOT_FOUND (70). ForgottenTopics are ignored.
 //   - Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION (no
 //     auto-creation on fetch); unknown topic ids (v13+) UNKNOWN_TOPIC_ID
 //     (100). Iggy failures map through kafkaCode (errors.go).
@@ -327,15 +327,12 @@ func appendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst,
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if rq.Version >= 7 {
-		switch {
-		case req.SessionID != 0:
-			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return resp, nil
-		case req.SessionEpoch != 0 && req.SessionEpoch != -1:
-			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
-			return resp, nil
-		}
+	if rq.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
+		// Epoch -1 (whatever the session id) is a sessionless full fetch
+		// and epoch 0 a full one, as in Kafka; any other epoch names a
+		// session, and none is kept.
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
 	}
 	parts := f.plan(ctx, rq, req, resp)
 
@@ -403,7 +400,9 @@ func (r *fetchReserve) grow(ctx context.Context, respMax int) (limit int, ok boo
 	if r.budget == nil {
 		return respMax, true
 	}
-	want := int64(respMax) + int64(min(respMax, fetchMaxPollBytes))
+	// At least a byte: a response limit of 0 still carries the first
+	// record (KIP-74), charged by settle.
+	want := max(int64(respMax)+int64(min(respMax, fetchMaxPollBytes)), 1)
 	if r.held < want {
 		r.held += r.budget.TryUpTo(want - r.held)
 	}
