@@ -42,11 +42,10 @@ package bridge
 //     interval check is one GET_TOPIC per topic (every partition's end
 //     offset) and the partitions are read again only when one moved. It
 //     answers what it has when the deadline passes or the connection closes.
-//   - Sessions (KIP-227): none are created. Epoch -1 (whatever the
-//     SessionID, as Kafka's FINAL_EPOCH) and epoch 0 are full, sessionless
-//     fetches answered with SessionID 0 (clients then keep sending full
-//     fetches); any other epoch names a session and answers
-//     FETCH_SESSION_ID_NOT_FOUND (70). ForgottenTopics are ignored.
+//   - Sessions (KIP-227, fetchsession.go): epoch -1 is a sessionless full
+//     fetch (answered with SessionID 0), epoch 0 a full fetch that creates
+//     a session, then incremental fetches send and are answered only what
+//     changed; the cache holds fetch.session_cache_slots sessions.
 //   - Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION (no
 //     auto-creation on fetch); unknown topic ids (v13+) UNKNOWN_TOPIC_ID
 //     (100). Iggy failures map through kafkaCode (errors.go).
@@ -109,15 +108,16 @@ const (
 // fetcher serves Fetch: it owns the per-partition cache and a pool of
 // batch writers.
 type fetcher struct {
-	b       *Bridge
-	parts   partCache
+	b        *Bridge
+	parts    partCache
+	sessions *fetchSessions // fetchsession.go
 	writers sync.Pool
 	skipped atomic.Uint64
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
 func (b *Bridge) fetchAPI() API {
-	f := &fetcher{b: b}
+	f := &fetcher{b: b, sessions: newFetchSessions(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
@@ -327,12 +327,15 @@ func appendFetchResponse(dst []byte, resp *kmsg.FetchResponse, records func(dst,
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if rq.Version >= 7 && req.SessionEpoch != 0 && req.SessionEpoch != -1 {
-		// Epoch -1 (whatever the session id) is a sessionless full fetch
-		// and epoch 0 a full one, as in Kafka; any other epoch names a
-		// session, and none is kept.
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		return resp, nil
+	var sess *sessionFetch
+	if rq.Version >= 7 {
+		// fetchsession.go: an incremental fetch reads every partition of
+		// its session; finish keeps the ones to answer.
+		var code int16
+		if req, sess, code = f.sessions.begin(rq.Version, req); code != 0 {
+			resp.ErrorCode = code
+			return resp, nil
+		}
 	}
 	parts := f.plan(ctx, rq, req, resp)
 
@@ -375,6 +378,9 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		} else {
 			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
 		}
+	}
+	if sess != nil {
+		f.sessions.finish(sess, rq.Version, resp)
 	}
 	return &fetchResponse{FetchResponse: resp, buf: buf, budget: res.budget, held: res.held}, nil
 }

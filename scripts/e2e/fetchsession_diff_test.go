@@ -13,8 +13,10 @@ import (
 
 // TestFetchSessionsDifferential: raw Fetch requests (the session fields set
 // by hand) against Kafka and the sidecar: a sessionless fetch (session -1,
-// epoch -1), max_bytes 0 (KIP-74: the first batch anyway), and the session
-// epoch rules.
+// epoch -1), max_bytes 0 (KIP-74: the first batch anyway), and fetch
+// sessions (KIP-227): creation, incremental requests answered with only
+// what changed, forgotten partitions, the epoch rules, closing and
+// replacing a session.
 func TestFetchSessionsDifferential(t *testing.T) {
 	kafkaDiff(t, fetchSessionScenario, fetchSessionWant, nil)
 }
@@ -26,6 +28,26 @@ var fetchSessionWant = map[string]map[string]string{
 	"fetch with max_bytes 0 at offset 2":       {"partitions": "p0 0 NONE records=1 first=2 hw=3"},
 	"session 0 with epoch 3":                   {"error": "70 FETCH_SESSION_ID_NOT_FOUND", "session": "0", "partitions": ""},
 	"unknown session with epoch 1":             {"error": "70 FETCH_SESSION_ID_NOT_FOUND", "session": "0", "partitions": ""},
+	"full fetch (epoch 0) creates a session": {"error": "0 NONE", "session": "new",
+		"partitions": "p0 0 NONE records=3 first=0 hw=3 | p1 0 NONE records=0 first=-1 hw=0"},
+	"incremental: p0 moved to 3":                      {"error": "0 NONE", "session": "same", "partitions": ""},
+	"incremental after a produce to p1":               {"session": "same", "partitions": "p1 0 NONE records=1 first=0 hw=1"},
+	"incremental: p1 moved to 1":                      {"session": "same", "partitions": ""},
+	"incremental with a used epoch":                   {"error": "71 INVALID_FETCH_SESSION_EPOCH", "session": "0", "partitions": ""},
+	"incremental with a future epoch":                 {"error": "71 INVALID_FETCH_SESSION_EPOCH", "session": "0"},
+	"incremental forgetting p1":                       {"session": "same", "partitions": ""},
+	"incremental after a produce to the forgotten p1": {"session": "same", "partitions": ""},
+	"incremental adding p1 back at 1":                 {"session": "same", "partitions": "p1 0 NONE records=1 first=1 hw=2"},
+	"incremental forgetting every partition":          {"error": "0 NONE", "session": "0", "partitions": ""},
+	"incremental on the emptied session":              {"error": "70 FETCH_SESSION_ID_NOT_FOUND"},
+	"full fetch creates another session": {"session": "new",
+		"partitions": "p0 0 NONE records=0 first=-1 hw=3 | p1 0 NONE records=0 first=-1 hw=2"},
+	"epoch -1 on the session closes it": {"error": "0 NONE", "session": "0",
+		"partitions": "p0 0 NONE records=0 first=-1 hw=3 | p1 0 NONE records=0 first=-1 hw=2"},
+	"incremental on the closed session":   {"error": "70 FETCH_SESSION_ID_NOT_FOUND"},
+	"epoch 0 on the session replaces it":  {"session": "new", "partitions": "p0 0 NONE records=3 first=0 hw=3"},
+	"incremental on the replaced session": {"error": "70 FETCH_SESSION_ID_NOT_FOUND"},
+	"incremental on the new session":      {"session": "same", "partitions": "p0 0 NONE records=3 first=0 hw=3"},
 }
 
 // sessionFetcher sends raw Fetch requests for one topic to its leader and
@@ -140,5 +162,37 @@ func fetchSessionScenario(t *testing.T, tg Target) *transcript {
 	f.fetch(tr, "fetch with max_bytes 0 at offset 2", f.request(0, -1, 0, []fetchAt{{0, 2, 0}}, nil))
 	f.fetch(tr, "session 0 with epoch 3", f.request(0, 3, 1<<20, both, nil))
 	f.fetch(tr, "unknown session with epoch 1", f.request(1234567, 1, 1<<20, both, nil))
+
+	// A session: created by a full fetch, then incremental fetches that
+	// send and are answered only what changed.
+	produceP1 := func(v string) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 1, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("%s: produce: %v", tg.Name, err)
+		}
+	}
+	f.fetch(tr, "full fetch (epoch 0) creates a session", f.request(0, 0, 1<<20, both, nil))
+	id := f.session
+	f.fetch(tr, "incremental: p0 moved to 3", f.request(id, 1, 1<<20, []fetchAt{{0, 3, 1 << 20}}, nil))
+	produceP1("w0")
+	f.fetch(tr, "incremental after a produce to p1", f.request(id, 2, 1<<20, nil, nil))
+	f.fetch(tr, "incremental: p1 moved to 1", f.request(id, 3, 1<<20, []fetchAt{{1, 1, 1 << 20}}, nil))
+	f.fetch(tr, "incremental with a used epoch", f.request(id, 3, 1<<20, nil, nil))
+	f.fetch(tr, "incremental with a future epoch", f.request(id, 9, 1<<20, nil, nil))
+	f.fetch(tr, "incremental forgetting p1", f.request(id, 4, 1<<20, nil, []int32{1}))
+	produceP1("w1")
+	f.fetch(tr, "incremental after a produce to the forgotten p1", f.request(id, 5, 1<<20, nil, nil))
+	f.fetch(tr, "incremental adding p1 back at 1", f.request(id, 6, 1<<20, []fetchAt{{1, 1, 1 << 20}}, nil))
+	f.fetch(tr, "incremental forgetting every partition", f.request(id, 7, 1<<20, nil, []int32{0, 1}))
+	f.fetch(tr, "incremental on the emptied session", f.request(id, 8, 1<<20, nil, nil))
+
+	f.fetch(tr, "full fetch creates another session", f.request(0, 0, 1<<20, []fetchAt{{0, 3, 1 << 20}, {1, 2, 1 << 20}}, nil))
+	id = f.session
+	f.fetch(tr, "epoch -1 on the session closes it", f.request(id, -1, 1<<20, []fetchAt{{0, 3, 1 << 20}, {1, 2, 1 << 20}}, nil))
+	f.fetch(tr, "incremental on the closed session", f.request(id, 1, 1<<20, nil, nil))
+	f.fetch(tr, "full fetch creates a third session", f.request(0, 0, 1<<20, []fetchAt{{0, 3, 1 << 20}}, nil))
+	id = f.session
+	f.fetch(tr, "epoch 0 on the session replaces it", f.request(id, 0, 1<<20, []fetchAt{{0, 0, 1 << 20}}, nil))
+	f.fetch(tr, "incremental on the replaced session", f.request(id, 1, 1<<20, nil, nil))
+	f.fetch(tr, "incremental on the new session", f.request(f.session, 1, 1<<20, nil, nil))
 	return tr
 }
