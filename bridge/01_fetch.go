@@ -108,16 +108,16 @@ const (
 // fetcher serves Fetch: it owns the per-partition cache and a pool of
 // batch writers.
 type fetcher struct {
-	b        *Bridge
-	parts    partCache
-	sessions *fetchSessions // fetchsession.go
+	b       *Bridge
+	parts   partCache
+	session *fetchSessions // the fetch session cache (fetchsession.go)
 	writers sync.Pool
 	skipped atomic.Uint64
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
 func (b *Bridge) fetchAPI() API {
-	f := &fetcher{b: b, sessions: newFetchSessions(b.cfg.Fetch.SessionCacheSlots)}
+	f := &fetcher{b: b, session: newFetchSessions(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &KafkaBatchWriter{OnSkip: f.onSkip} }
@@ -332,7 +332,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		// fetchsession.go: an incremental fetch reads every partition of
 		// its session; finish keeps the ones to answer.
 		var code int16
-		if req, sess, code = f.sessions.begin(rq.Version, req); code != 0 {
+		if req, sess, code = f.session.begin(rq.Version, req); code != 0 {
 			resp.ErrorCode = code
 			return resp, nil
 		}
@@ -380,7 +380,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		}
 	}
 	if sess != nil {
-		f.sessions.finish(sess, rq.Version, resp)
+		f.session.finish(sess, rq.Version, resp)
 	}
 	return &fetchResponse{FetchResponse: resp, buf: buf, budget: res.budget, held: res.held}, nil
 }
