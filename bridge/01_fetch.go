@@ -145,6 +145,8 @@ type fetchPart struct {
 	internal  bool  // __consumer_offsets: an empty partition, no Iggy read
 	start     int   // record bytes in the response buffer: [start, end)
 	end       int
+	lastHW    int64 // incremental session: the high watermark last answered
+	lastLS    int64 // and log start (valid when lastHW >= 0)
 }
 
 // fetchResponse is a FetchResponse whose record bytes live in a pooled
@@ -338,6 +340,12 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		}
 	}
 	parts := f.plan(ctx, rq, req, resp)
+	for i := range parts {
+		parts[i].lastHW = -1
+		if hw, ls, ok := sess.lastAnswered(i); ok {
+			parts[i].lastHW, parts[i].lastLS = hw, ls
+		}
+	}
 
 	deadline := receivedAt(rq).Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	var wake chan struct{}
@@ -608,6 +616,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 	// No record returned yet: the next one goes in whatever its size
 	// (unless the budget granted nothing at all).
 	first := granted
+	ends := f.sessionEnds(ctx, parts)
 	for i := range parts {
 		p := &parts[i]
 		rp := p.rp
@@ -615,6 +624,12 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		if p.code != 0 {
 			setFetchError(rp, p.code)
 			failed = true
+			continue
+		}
+		if p.lastHW >= 0 && p.offset == p.lastHW && ends[p.info] != nil && logEnd(ends[p.info], p.partition) == p.lastHW {
+			// Incremental session, caught up, log end unmoved: nothing to
+			// read, and the session leaves it out of the answer.
+			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
 			continue
 		}
 		if p.internal {
@@ -666,6 +681,33 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		cut = cut || (r.cut && limit < p.maxBytes)
 	}
 	return len(buf.B), failed, cut
+}
+
+// sessionEnds asks Iggy once per topic (GET_TOPIC) for the end offsets of
+// the topics holding an incremental session's caught-up partitions, so
+// that pass polls only the partitions that may have something new; nil
+// when there are none (a topic that cannot be asked is left out: its
+// partitions are read).
+func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart) map[*iggy.TopicInfo]*iggy.TopicInfo {
+	var ends map[*iggy.TopicInfo]*iggy.TopicInfo
+	for i := range parts {
+		p := &parts[i]
+		if p.lastHW < 0 || p.offset != p.lastHW || p.code != 0 || p.internal || p.info == nil {
+			continue
+		}
+		if _, done := ends[p.info]; done {
+			continue
+		}
+		if ends == nil {
+			ends = map[*iggy.TopicInfo]*iggy.TopicInfo{}
+		}
+		fresh, err := f.b.iggy.RefreshTopic(ctx, p.info.Ref)
+		if err != nil {
+			fresh = nil
+		}
+		ends[p.info] = fresh
+	}
+	return ends
 }
 
 // setFetchError fills a failed partition as Kafka does: the code and -1

@@ -28,6 +28,14 @@ package bridge
 //     two minutes), else of the smallest session (fewest partitions) that
 //     has existed that long, if the new one is strictly larger; else it is
 //     not created (id 0: the client keeps sending full fetches).
+// Cost: an incremental fetch asks Iggy once per topic (GET_TOPIC) for the
+// end offsets of its caught-up partitions (fetch offset = the high
+// watermark last answered) and polls only those whose log end moved, and
+// the others it had nothing to answer for (01_fetch.go, sessionEnds): a
+// consumer of 200 partitions of which one receives data costs one topic
+// lookup and one poll per fetch, not 200 polls. The one thing this misses
+// is a log start moved by retention on a caught-up partition whose end did
+// not move: it is answered when the partition is next read.
 // Sessions live in this process: a client that reconnects to another
 // sidecar gets FETCH_SESSION_ID_NOT_FOUND and starts a new one, as after a
 // Kafka broker restart.
@@ -95,6 +103,24 @@ type sessionFetch struct {
 	sess  *fetchSession // incremental: the session
 	epoch int32         // incremental: the session's epoch once this request is accepted
 	req   *kmsg.FetchRequest
+	last  []sessionLast // incremental: per partition of req, in order
+}
+
+// sessionLast is what a session last answered for a partition.
+type sessionLast struct {
+	hw, logStart int64 // hw -1: nothing answered yet, or an error
+}
+
+// lastAnswered returns what the session last answered for the i-th
+// partition of the request to read (in its order); ok false for a full
+// fetch or a partition with nothing answered yet. An incremental fetch
+// need not read a partition whose fetch offset is that high watermark
+// while its log end has not moved: Kafka would not answer it.
+func (sf *sessionFetch) lastAnswered(i int) (hw, logStart int64, ok bool) {
+	if sf == nil || i >= len(sf.last) || sf.last[i].hw < 0 {
+		return 0, 0, false
+	}
+	return sf.last[i].hw, sf.last[i].logStart, true
 }
 
 // nextFetchEpoch is Kafka's FetchMetadata.nextEpoch.
@@ -144,7 +170,11 @@ func (c *fetchSessions) begin(version int16, req *kmsg.FetchRequest) (*kmsg.Fetc
 	all := *req
 	all.Topics = s.request()
 	all.ForgottenTopics = nil
-	return &all, &sessionFetch{sess: s, epoch: s.epoch, req: &all}, 0
+	last := make([]sessionLast, len(s.order))
+	for i, sp := range s.order {
+		last[i] = sessionLast{sp.hw, sp.logStart}
+	}
+	return &all, &sessionFetch{sess: s, epoch: s.epoch, req: &all, last: last}, 0
 }
 
 // update adds or updates the request's partitions and drops the forgotten
