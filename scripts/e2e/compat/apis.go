@@ -117,7 +117,7 @@ func apiTableMarkdown() string {
 			served++
 		}
 	}
-	fmt.Fprintf(&b, "%s\n\nEvery API key Apache Kafka 4.4.0 advertises on a client listener (%d keys), and what the sidecar does with it: served (the versions it advertises), answered as disabled, or not advertised (a client then does not send it), and why. The sidecar serves %d of them. This table is scripts/e2e/compat/apis.go; bridge/compat_table_test.go holds it to the sidecar's dispatch table, and scripts/e2e/adminapis_diff_test.go and fetchsession_diff_test.go compare the answers of the newer ones with Kafka's.\n\n", apiTableHeading, len(kafkaAPIs), served)
+	fmt.Fprintf(&b, "%s\n\nEvery API key Apache Kafka 4.4.0 advertises on a client listener (%d keys), and what the sidecar does with it: served (the versions it advertises), answered as disabled, or not advertised (a client then does not send it), and why. The sidecar serves %d of them. Kafka 4.4 advertises GetTelemetrySubscriptions (71) and PushTelemetry (72) only with a metrics reporter that accepts client telemetry (KIP-714), none by default; the sidecar does not advertise them either (client telemetry is not served yet). This table is scripts/e2e/compat/apis.go; bridge/compat_table_test.go holds it to the sidecar's dispatch table, and scripts/e2e/adminapis_diff_test.go and fetchsession_diff_test.go compare the answers of the newer ones with Kafka's.\n\n", apiTableHeading, len(kafkaAPIs), served)
 	b.WriteString("| key | API | Kafka 4.4.0 | sidecar | notes |\n|---|---|---|---|---|\n")
 	for _, a := range kafkaAPIs {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", a.Key, a.Name, a.Kafka, a.Sidecar, mdEscape(a.Why))
