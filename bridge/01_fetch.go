@@ -42,7 +42,7 @@ package bridge
 //     interval check is one GET_TOPIC per topic (every partition's end
 //     offset) and the partitions are read again only when one moved. It
 //     answers what it has when the deadline passes or the connection closes.
-//   - Sessions (KIP-227, fetchsession.go): epoch -1 is a sessionless full
+//   - Sessions (KIP-227, package bridge/fetchsession): epoch -1 is a sessionless full
 //     fetch (answered with SessionID 0), epoch 0 a full fetch that creates
 //     a session, then incremental fetches send and are answered only what
 //     changed; the cache holds fetch.session_cache_slots sessions.
@@ -78,6 +78,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -110,14 +111,14 @@ const (
 type fetcher struct {
 	b       *Bridge
 	parts   partCache
-	session *fetchSessions // the fetch session cache (fetchsession.go)
+	session *fetchsession.Cache // the fetch session cache (package fetchsession)
 	writers sync.Pool
 	skipped atomic.Uint64
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
 func (b *Bridge) fetchAPI() API {
-	f := &fetcher{b: b, session: newFetchSessions(b.cfg.Fetch.SessionCacheSlots)}
+	f := &fetcher{b: b, session: fetchsession.New(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
@@ -154,12 +155,12 @@ var _ VectoredResponse = (*records.FetchResponse)(nil)
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	var sess *sessionFetch
+	var sess *fetchsession.Fetch
 	if rq.Version >= 7 {
-		// fetchsession.go: an incremental fetch reads every partition of
+		// fetchsession: an incremental fetch reads every partition of
 		// its session; finish keeps the ones to answer.
 		var code int16
-		if req, sess, code = f.session.begin(rq.Version, req); code != 0 {
+		if req, sess, code = f.session.Begin(rq.Version, req); code != 0 {
 			resp.ErrorCode = code
 			return resp, nil
 		}
@@ -167,7 +168,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	parts := f.plan(ctx, rq, req, resp)
 	for i := range parts {
 		parts[i].lastHW = -1
-		if hw, ls, ok := sess.lastAnswered(i); ok {
+		if hw, ls, ok := sess.LastAnswered(i); ok {
 			parts[i].lastHW, parts[i].lastLS = hw, ls
 		}
 	}
@@ -213,7 +214,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		}
 	}
 	if sess != nil {
-		f.session.finish(sess, rq.Version, resp)
+		f.session.Finish(sess, rq.Version, resp)
 	}
 	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
 }

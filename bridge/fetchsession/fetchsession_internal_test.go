@@ -1,4 +1,4 @@
-package bridge
+package fetchsession
 
 import (
 	"math"
@@ -37,34 +37,34 @@ func fullFetch(topic string, n int) (*kmsg.FetchRequest, *kmsg.FetchResponse) {
 // a strictly larger newcomer.
 func TestFetchSessionEviction(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newFetchSessions(2)
+	c := New(2)
 	c.now = func() time.Time { return now }
 	create := func(topic string, n int) int32 {
 		t.Helper()
 		req, resp := fullFetch(topic, n)
-		_, sf, code := c.begin(12, req)
+		_, sf, code := c.Begin(12, req)
 		if code != 0 || sf == nil || !sf.full {
 			t.Fatalf("begin full fetch: code %d, %+v", code, sf)
 		}
-		c.finish(sf, 12, resp)
+		c.Finish(sf, 12, resp)
 		return resp.SessionID
 	}
 	touch := func(id, epoch int32) {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
 		req.SessionID, req.SessionEpoch = id, epoch
-		_, sf, code := c.begin(12, req)
+		_, sf, code := c.Begin(12, req)
 		if code != 0 || sf == nil || sf.sess.id != id {
 			t.Fatalf("incremental on %d epoch %d: code %d", id, epoch, code)
 		}
-		c.finish(sf, 12, kmsg.NewPtrFetchResponse())
+		c.Finish(sf, 12, kmsg.NewPtrFetchResponse())
 	}
 	a, b := create("a", 2), create("b", 3)
 	if a <= 0 || b <= 0 || a == b {
 		t.Fatalf("ids %d %d", a, b)
 	}
-	if id := create("c", 10); id != 0 || c.len() != 2 {
-		t.Fatalf("full cache of young sessions: id %d, %d sessions", id, c.len())
+	if id := create("c", 10); id != 0 || c.Len() != 2 {
+		t.Fatalf("full cache of young sessions: id %d, %d sessions", id, c.Len())
 	}
 	// Three minutes on, a is touched and b is not: b is stale and goes.
 	now = now.Add(3 * time.Minute)
@@ -85,11 +85,11 @@ func TestFetchSessionEviction(t *testing.T) {
 		t.Fatalf("a larger newcomer did not take the old session's slot: e %d, sessions %v", e, c.m)
 	}
 	// No slots: no sessions.
-	none := newFetchSessions(0)
+	none := New(0)
 	req, resp := fullFetch("a", 1)
-	_, sf, _ := none.begin(12, req)
-	none.finish(sf, 12, resp)
-	if resp.SessionID != 0 || none.len() != 0 {
+	_, sf, _ := none.Begin(12, req)
+	none.Finish(sf, 12, resp)
+	if resp.SessionID != 0 || none.Len() != 0 {
 		t.Fatalf("0 slots: session %d", resp.SessionID)
 	}
 }
@@ -97,25 +97,25 @@ func TestFetchSessionEviction(t *testing.T) {
 // TestFetchSessionOrderAndEpochs: partitions that returned records move to
 // the end of the session's order; the epoch after MaxInt32 is 1.
 func TestFetchSessionOrderAndEpochs(t *testing.T) {
-	c := newFetchSessions(10)
+	c := New(10)
 	req, resp := fullFetch("t", 3)
-	_, sf, _ := c.begin(12, req)
-	c.finish(sf, 12, resp)
+	_, sf, _ := c.Begin(12, req)
+	c.Finish(sf, 12, resp)
 	id := resp.SessionID
 	inc := kmsg.NewPtrFetchRequest()
 	inc.SessionID, inc.SessionEpoch = id, 1
-	all, sf, code := c.begin(12, inc)
+	all, sf, code := c.Begin(12, inc)
 	if code != 0 || len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 3 {
 		t.Fatalf("incremental reads %+v (code %d)", all.Topics, code)
 	}
 	_, resp = fullFetch("t", 3)
 	resp.Topics[0].Partitions[1].RecordBatches = []byte{1}
-	c.finish(sf, 12, resp)
+	c.Finish(sf, 12, resp)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != 1 {
 		t.Fatalf("answered %+v", resp.Topics)
 	}
 	inc.SessionEpoch = 2
-	all, _, _ = c.begin(12, inc)
+	all, _, _ = c.Begin(12, inc)
 	var order []int32
 	for _, p := range all.Topics[0].Partitions {
 		order = append(order, p.Partition)

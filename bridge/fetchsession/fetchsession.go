@@ -1,6 +1,4 @@
-package bridge
-
-// Fetch sessions (KIP-227), as Kafka's broker keeps them (FetchSession.scala,
+// Package fetchsession keeps Fetch sessions (KIP-227) as Kafka's broker keeps them (FetchSession.scala,
 // FetchSessionCache): a consumer's full fetch (epoch 0) creates a session
 // holding its partitions and what was last answered for each; its
 // incremental fetches (the session id and the next epoch) send only the
@@ -31,7 +29,7 @@ package bridge
 // Cost: an incremental fetch asks Iggy once per topic (GET_TOPIC) for the
 // end offsets of its caught-up partitions (fetch offset = the high
 // watermark last answered) and polls only those whose log end moved, and
-// the others it had nothing to answer for (01_fetch.go, sessionEnds): a
+// the others it had nothing to answer for (bridge/01_fetch.go, sessionEnds): a
 // consumer of 200 partitions of which one receives data costs one topic
 // lookup and one poll per fetch, not 200 polls. The one thing this misses
 // is a log start moved by retention on a caught-up partition whose end did
@@ -39,6 +37,7 @@ package bridge
 // Sessions live in this process: a client that reconnects to another
 // sidecar gets FETCH_SESSION_ID_NOT_FOUND and starts a new one, as after a
 // Kafka broker restart.
+package fetchsession
 
 import (
 	"math"
@@ -85,20 +84,22 @@ type fetchSession struct {
 	lastUsed time.Time
 }
 
-// fetchSessions is the session cache.
-type fetchSessions struct {
+// Cache is the session cache of one sidecar (safe for concurrent use).
+type Cache struct {
 	mu    sync.Mutex
 	slots int
 	m     map[int32]*fetchSession
 	now   func() time.Time
 }
 
-func newFetchSessions(slots int) *fetchSessions {
-	return &fetchSessions{slots: slots, m: map[int32]*fetchSession{}, now: time.Now}
+// New returns a cache of at most slots sessions (0: no session is ever
+// created, every fetch is answered sessionless).
+func New(slots int) *Cache {
+	return &Cache{slots: slots, m: map[int32]*fetchSession{}, now: time.Now}
 }
 
-// sessionFetch is what a session-aware Fetch carries from begin to finish.
-type sessionFetch struct {
+// Fetch is what a session-aware Fetch carries from Begin to Finish.
+type Fetch struct {
 	full  bool          // epoch 0: create a session from the answer
 	sess  *fetchSession // incremental: the session
 	epoch int32         // incremental: the session's epoch once this request is accepted
@@ -111,12 +112,12 @@ type sessionLast struct {
 	hw, logStart int64 // hw -1: nothing answered yet, or an error
 }
 
-// lastAnswered returns what the session last answered for the i-th
+// LastAnswered returns what the session last answered for the i-th
 // partition of the request to read (in its order); ok false for a full
 // fetch or a partition with nothing answered yet. An incremental fetch
 // need not read a partition whose fetch offset is that high watermark
 // while its log end has not moved: Kafka would not answer it.
-func (sf *sessionFetch) lastAnswered(i int) (hw, logStart int64, ok bool) {
+func (sf *Fetch) LastAnswered(i int) (hw, logStart int64, ok bool) {
 	if sf == nil || i >= len(sf.last) || sf.last[i].hw < 0 {
 		return 0, 0, false
 	}
@@ -135,11 +136,11 @@ func nextFetchEpoch(e int32) int32 {
 	}
 }
 
-// begin applies a v7+ request's session fields. It returns the request to
+// Begin applies a v7+ request's session fields. It returns the request to
 // read (for an incremental fetch, every partition of the session in its
-// order) and the state finish needs (nil: a sessionless fetch), or a
+// order) and the state Finish needs (nil: a sessionless fetch), or a
 // top-level error code.
-func (c *fetchSessions) begin(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRequest, *sessionFetch, int16) {
+func (c *Cache) Begin(version int16, req *kmsg.FetchRequest) (*kmsg.FetchRequest, *Fetch, int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.SessionEpoch == 0 || req.SessionEpoch == -1 {
@@ -149,7 +150,7 @@ func (c *fetchSessions) begin(version int16, req *kmsg.FetchRequest) (*kmsg.Fetc
 		if req.SessionEpoch == -1 {
 			return req, nil, 0
 		}
-		return req, &sessionFetch{full: true, req: req}, 0
+		return req, &Fetch{full: true, req: req}, 0
 	}
 	s := c.m[req.SessionID]
 	switch {
@@ -174,7 +175,7 @@ func (c *fetchSessions) begin(version int16, req *kmsg.FetchRequest) (*kmsg.Fetc
 	for i, sp := range s.order {
 		last[i] = sessionLast{sp.hw, sp.logStart}
 	}
-	return &all, &sessionFetch{sess: s, epoch: s.epoch, req: &all, last: last}, 0
+	return &all, &Fetch{sess: s, epoch: s.epoch, req: &all, last: last}, 0
 }
 
 // update adds or updates the request's partitions and drops the forgotten
@@ -234,12 +235,12 @@ func (s *fetchSession) request() []kmsg.FetchRequestTopic {
 	return topics
 }
 
-// finish completes a session-aware fetch once resp holds every partition
+// Finish completes a session-aware fetch once resp holds every partition
 // read: a full fetch creates its session and answers its id; an
 // incremental one keeps in resp only the partitions Kafka would answer
 // (records, a moved high watermark or log start, an error) and records
 // what was answered.
-func (c *fetchSessions) finish(sf *sessionFetch, version int16, resp *kmsg.FetchResponse) {
+func (c *Cache) Finish(sf *Fetch, version int16, resp *kmsg.FetchResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sf.full {
@@ -318,7 +319,7 @@ func (s *fetchSession) moveToEnd(moved []*sessionPart) {
 
 // create makes a session of a full fetch's partitions and answers, if the
 // cache has room or can evict for it; it returns the id (0: none).
-func (c *fetchSessions) create(req *kmsg.FetchRequest, version int16, resp *kmsg.FetchResponse) int32 {
+func (c *Cache) create(req *kmsg.FetchRequest, version int16, resp *kmsg.FetchResponse) int32 {
 	size := 0
 	for i := range req.Topics {
 		size += len(req.Topics[i].Partitions)
@@ -352,7 +353,7 @@ func (c *fetchSessions) create(req *kmsg.FetchRequest, version int16, resp *kmsg
 // FetchSessionCache.tryEvict: the least recently used session if it is
 // stale, else the smallest session old enough to be evicted if the new one
 // is larger.
-func (c *fetchSessions) evict(size int, now time.Time) bool {
+func (c *Cache) evict(size int, now time.Time) bool {
 	var lru, small *fetchSession
 	for _, s := range c.m {
 		if lru == nil || s.lastUsed.Before(lru.lastUsed) {
@@ -374,8 +375,8 @@ func (c *fetchSessions) evict(size int, now time.Time) bool {
 	return true
 }
 
-// len returns the number of sessions cached.
-func (c *fetchSessions) len() int {
+// Len returns the number of sessions cached.
+func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)
