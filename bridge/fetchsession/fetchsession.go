@@ -26,6 +26,7 @@
 //     two minutes), else of the smallest session (fewest partitions) that
 //     has existed that long, if the new one is strictly larger; else it is
 //     not created (id 0: the client keeps sending full fetches).
+//
 // Cost: an incremental fetch asks Iggy once per topic (GET_TOPIC) for the
 // end offsets of its caught-up partitions (fetch offset = the high
 // watermark last answered) and polls only those whose log end moved, and
