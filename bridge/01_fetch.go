@@ -80,7 +80,6 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
-	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -95,9 +94,6 @@ const (
 	fetchMaxPolls = 8
 	// fetchMaxPollCount bounds the messages asked for in one poll.
 	fetchMaxPollCount = 10000
-	// fetchMaxPollBytes bounds the bytes one poll is expected to return
-	// (count x average message size).
-	fetchMaxPollBytes = 16 << 20
 	// fetchProbeCount is the message count of a poll that knows nothing
 	// about the partition's message sizes yet.
 	fetchProbeCount = 16
@@ -217,68 +213,6 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		f.session.Finish(sess, rq.Version, resp)
 	}
 	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
-}
-
-// fetchMinGrant is the least budget a fetch waits for when none is free
-// (up to its max_wait): room for a Kafka-default-sized record batch.
-const fetchMinGrant = 1 << 20
-
-// fetchReserve is the memory budget a fetch holds: before each pass, room
-// for the response and for one poll's reply (up to fetchMaxPollBytes);
-// after it, the response bytes only, until the reply is written.
-type fetchReserve struct {
-	budget   *budget.Budget
-	deadline time.Time
-	held     int64
-}
-
-// grow takes what the next pass may use, waiting up to the deadline (or
-// until ctx ends) for at least fetchMinGrant when nothing is free, and
-// returns the response limit within it; ok false: no budget, the pass
-// reads offsets only (no record, not even KIP-74's first one).
-func (r *fetchReserve) grow(ctx context.Context, respMax int) (limit int, ok bool) {
-	if r.budget == nil {
-		return respMax, true
-	}
-	// At least a byte: a response limit of 0 still carries the first
-	// record (KIP-74), charged by settle.
-	want := max(int64(respMax)+int64(min(respMax, fetchMaxPollBytes)), 1)
-	if r.held < want {
-		r.held += r.budget.TryUpTo(want - r.held)
-	}
-	if need := r.budget.Clamp(min(want, fetchMinGrant)); r.held < need && time.Until(r.deadline) > 0 {
-		wctx, cancel := context.WithDeadline(ctx, r.deadline)
-		n, _ := r.budget.Acquire(wctx, need-r.held)
-		cancel()
-		r.held += n
-	}
-	if r.held <= 0 {
-		return 0, false
-	}
-	pollRoom := min(r.held/2, fetchMaxPollBytes)
-	return int(min(int64(respMax), r.held-pollRoom)), true
-}
-
-// settle keeps exactly the response's bytes: the rest goes back, and a
-// first batch larger than the grant (KIP-74) is charged.
-func (r *fetchReserve) settle(used int) {
-	if r.budget == nil {
-		return
-	}
-	switch u := int64(used); {
-	case u > r.held:
-		r.budget.Charge(u - r.held)
-	case u < r.held:
-		r.budget.Release(r.held - u)
-	}
-	r.held = int64(used)
-}
-
-// BufferReleased returns the response's bytes to the budget once its
-// record buffer is written (records.BufferOwner).
-func (r *fetchReserve) BufferReleased() {
-	r.budget.Release(r.held)
-	r.held = 0
 }
 
 // wait is the long poll: it reads every partition again when a local
