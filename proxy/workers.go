@@ -91,6 +91,9 @@ func (s *Server) serveOne(j *job) {
 		}
 		ev.Msg("request served")
 	}
+	// The request's budget stays held until its reply is written (or
+	// dropped): the encoded response is part of what it made us hold.
+	out.held, j.held = j.held, 0
 	s.putJob(j) // after encoding: the response may alias the request
 	cs.complete(seq, out)
 }
