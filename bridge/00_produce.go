@@ -17,8 +17,9 @@ package bridge
 //     Iggy message. Decompression of the whole request shares ONE
 //     DecompressBudget of produceDecompressBudget bytes (Kafka's
 //     socket.request.max.bytes default, what the front door accepts as a
-//     frame), so a request never expands past what the client could have
-//     sent uncompressed. Control and transactional batches are refused with
+//     frame) and at most a quarter of the memory budget, taken from it
+//     (twice: the records and their Iggy messages) before anything is
+//     decompressed (produce_budget.go). Control and transactional batches are refused with
 //     the codes of RecordsErrorCode; nothing of a refused partition is
 //     written.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
@@ -155,7 +156,9 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		return p.answer(req, resp)
 	}
 
-	budget := NewDecompressBudget(produceDecompressBudget)
+	limit, release := b.decompressAllowance(ctx, req)
+	defer release()
+	budget := NewDecompressBudget(limit)
 	d := decoderPool.Get().(*RecordDecoder)
 	var sends []produceSend
 	for i := range req.Topics {
