@@ -90,6 +90,9 @@ type Server struct {
 	gnetLog gnetLogger
 	metrics Metrics
 	budget  *budget.Budget // limits.memory_bytes: frames, produce copies, unsent replies
+	// newRequest makes the empty request a frame decodes into
+	// (kmsg.RequestForKey; tests inject faults through it).
+	newRequest func(key int16) kmsg.Request
 
 	inPool    bytebufferpool.Pool // request frames
 	bigPool   bytebufferpool.Pool // request frames of bigFrame bytes or more
@@ -136,15 +139,16 @@ func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server,
 		return nil, errors.New("proxy: nil dispatcher")
 	}
 	s := &Server{
-		cfg:     cfg,
-		d:       d,
-		log:     log.With().Str("component", "proxy").Logger(),
-		gnetLog: newGnetLogger(log),
-		metrics: NopMetrics{},
-		drained: make(chan struct{}, 1),
-		conns:   make(map[uint64]*conn),
-		booted:  make(chan struct{}),
-		runDone: make(chan struct{}),
+		cfg:        cfg,
+		d:          d,
+		log:        log.With().Str("component", "proxy").Logger(),
+		gnetLog:    newGnetLogger(log),
+		metrics:    NopMetrics{},
+		newRequest: kmsg.RequestForKey,
+		drained:    make(chan struct{}, 1),
+		conns:      make(map[uint64]*conn),
+		booted:     make(chan struct{}),
+		runDone:    make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)

@@ -186,7 +186,7 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, no
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, detail))
 		return gnet.Close
 	}
-	req := kmsg.RequestForKey(key)
+	req := s.newRequest(key)
 	if req == nil {
 		s.dropFrame(buf, held)
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, errUnknownKey))
