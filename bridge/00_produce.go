@@ -213,15 +213,12 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 	case 1:
 		p.send(ctx, rq, &sends[0])
 	default:
-		var wg sync.WaitGroup
+		var g panicGroup // a panic in a send reaches the front door
 		for i := range sends {
-			wg.Add(1)
-			go func(s *produceSend) {
-				defer wg.Done()
-				p.send(ctx, rq, s)
-			}(&sends[i])
+			s := &sends[i]
+			g.Go(func() { p.send(ctx, rq, s) })
 		}
-		wg.Wait()
+		g.Wait()
 	}
 	return p.answer(req, resp)
 }
