@@ -9,8 +9,9 @@ package bridge
 //     record batches v2 through KafkaBatchWriter (records_fetch.go): base
 //     offset = the Iggy offset of the first message, CreateTime, no
 //     compression, producer fields -1, CRC32C. Messages whose mapping
-//     marker does not parse are skipped (offset gap), counted and logged
-//     rate-limited.
+//     marker does not parse are skipped (offset gap), counted in
+//     kafka_iggy_fetch_skipped_messages_total{reason} (fetch_skips.go) and
+//     logged rate-limited.
 //   - Offsets (KAFKA-ON-IGGY §3): high watermark = current_offset + 1 when
 //     the partition holds messages, else 0; last stable offset = high
 //     watermark (no transactions, so both isolation levels read the same);
@@ -129,6 +130,7 @@ func init() { registerAPI((*Bridge).fetchAPI) }
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
 func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
 	n := f.skipped.Add(1)
+	f.b.countSkip(reason)
 	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
 		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
 }
