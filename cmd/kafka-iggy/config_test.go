@@ -302,7 +302,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		},
 		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
+		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "json"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
 		Peers:        cluster.DefaultPeersConfig(),

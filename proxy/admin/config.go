@@ -17,6 +17,12 @@ const (
 	// DefaultReadHeaderTimeout bounds how long a client may take to send a
 	// request's headers (5s), so idle half-open connections cannot pile up.
 	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultMaxConnections caps the admin listener's open connections
+	// (64: probes and scrapers need a few; more wait in the accept queue).
+	DefaultMaxConnections = 64
+	// DefaultIdleTimeout closes an admin connection idle that long between
+	// requests: 10 minutes, Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
 )
 
 // Config configures the admin listener. Keys are given relative to the
@@ -31,6 +37,12 @@ type Config struct {
 	// ReadHeaderTimeout bounds how long one HTTP request may take to send
 	// its headers. Default 5s.
 	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+	// MaxConnections caps the connections open at once; a connection past
+	// it waits in the accept queue until one closes. Default 64.
+	MaxConnections int `koanf:"max_connections"`
+	// IdleTimeout closes a connection idle that long between requests
+	// (keep-alive). Default 10m (Kafka's connections.max.idle.ms).
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener
 	// (CPU and heap profiles for tuning). Default false.
 	Pprof bool `koanf:"pprof"`
@@ -42,6 +54,8 @@ func DefaultConfig() Config {
 		Enabled:           true,
 		Address:           DefaultAddress,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		MaxConnections:    DefaultMaxConnections,
+		IdleTimeout:       DefaultIdleTimeout,
 	}
 }
 
@@ -62,6 +76,12 @@ func (c Config) Validate() error {
 	}
 	if c.ReadHeaderTimeout <= 0 {
 		bad("read_header_timeout", "%v is not positive", c.ReadHeaderTimeout)
+	}
+	if c.MaxConnections <= 0 {
+		bad("max_connections", "%d is not positive", c.MaxConnections)
+	}
+	if c.IdleTimeout <= 0 {
+		bad("idle_timeout", "%v is not positive", c.IdleTimeout)
 	}
 	return errors.Join(errs...)
 }
