@@ -13,7 +13,8 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // arrays can carry (measured; see cmd/kafka-iggy's amplify process test):
 // decoding (kmsg's structs and strings: a 3-byte group name is a 16-byte
 // string header plus its bytes), the handler's response structs and the
-// encoded response with its append growth. Keys not listed draw
+// encoded response with its append growth; decoding takes at most half
+// of each (TestFrameChargeCoversDecoding). Keys not listed draw
 // defaultFrameCharge.
 var apiFrameCharges = map[int16]int64{
 	// 5 wire bytes name the broker; its encoded configs with synonyms
@@ -29,8 +30,9 @@ var apiFrameCharges = map[int16]int64{
 	// A 4-byte partition id answers a partition entry (struct ~56 bytes,
 	// encoded 20).
 	kmsg.OffsetFetch.Int16(): 24,
-	// A 16-byte partition answers a partition entry (struct ~140 bytes,
-	// encoded ~30); the record bytes draw from the budget on their own.
+	// A 33-byte partition (v12) answers a partition entry (struct ~140
+	// bytes, encoded ~30); the record bytes draw from the budget on their
+	// own.
 	kmsg.Fetch.Int16(): 16,
 	// The smallest records (7 bytes) become Iggy messages of ~90 bytes
 	// (13x), besides the frame itself.
@@ -39,9 +41,11 @@ var apiFrameCharges = map[int16]int64{
 	kmsg.ApiVersions.Int16(): 1,
 }
 
-// defaultFrameCharge covers kmsg's decoding of any request (its structs
-// per wire byte of the smallest entry) and an answer entry per entry.
-const defaultFrameCharge = 16
+// defaultFrameCharge covers kmsg's decoding of any request (at most 16
+// bytes of structs per wire byte of the smallest entry: AlterConfigs'
+// resources 14x, JoinGroup's protocols and SyncGroup's assignments 12x;
+// TestFrameChargeCoversDecoding) and an answer entry per entry.
+const defaultFrameCharge = 32
 
 // frameCharge is the charge factor of key (see apiFrameCharges).
 func frameCharge(key int16) int64 {
