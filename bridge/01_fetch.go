@@ -36,7 +36,8 @@ package bridge
 //   - Long poll: the response goes out at once when it holds at least
 //     MinBytes of records, when any partition has an error, or when
 //     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
-//     frame arrived) until MaxWaitMillis, re-reading every partition when a
+//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s:
+//     fetch_wait.go), re-reading every partition when a
 //     local Produce wakes it (Bridge.notify) and every
 //     fetch.repoll_interval for writes made elsewhere (other sidecars, Iggy
 //     clients): when the fetch spans fewer topics than partitions, that
@@ -341,7 +342,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	}
 	parts := f.plan(ctx, rq, req, resp)
 
-	deadline := receivedAt(rq).Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	deadline := receivedAt(rq).Add(f.maxWait(req.MaxWaitMillis))
 	var wake chan struct{}
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 && len(parts) > 0 {
 		keys := make([]partKey, 0, len(parts))

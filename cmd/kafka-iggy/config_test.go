@@ -263,7 +263,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			},
 			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
 			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
-			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680},
+			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, MaxWait: 30 * time.Second},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
