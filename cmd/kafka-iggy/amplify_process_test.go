@@ -45,15 +45,7 @@ func TestAmplifyingRequestsStayInBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sidecar and Iggy server processes")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	startMemIggyProc(t, addr)
-	p := startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+addr, "KAFKA_IGGY_EMBEDDED__MODE=off",
-		"KAFKA_IGGY_LIMITS__MEMORY_BYTES="+strconv.Itoa(memBudget))
+	p := startBudgetSidecar(t)
 	pid := p.cmd.Process.Pid
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
