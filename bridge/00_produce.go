@@ -94,11 +94,6 @@ import (
 // produceMaxVersion is the highest Produce version served (kmsg's maximum).
 const produceMaxVersion = 13
 
-// produceDecompressBudget bounds what one Produce request may decompress
-// to: 100 MiB, Kafka's socket.request.max.bytes default and the front
-// door's default frame limit (proxy.DefaultMaxFrameBytes).
-const produceDecompressBudget = 100 << 20
-
 // producer serves Produce.
 type producer struct {
 	b *Bridge

@@ -36,8 +36,8 @@ package bridge
 //   - Long poll: the response goes out at once when it holds at least
 //     MinBytes of records, when any partition has an error, or when
 //     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
-//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s:
-//     fetch_wait.go), re-reading every partition when a
+//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s),
+//     re-reading every partition when a
 //     local Produce wakes it (Bridge.notify) and every
 //     fetch.repoll_interval for writes made elsewhere (other sidecars, Iggy
 //     clients): when the fetch spans fewer topics than partitions, that
@@ -134,6 +134,16 @@ func (f *fetcher) onSkip(offset uint64, reason SkipReason) {
 	f.b.countSkip(reason)
 	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
 		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
+}
+
+// maxWait is how long a Fetch asking max_wait_ms may wait for data:
+// fetch.max_wait at most (0: defaultFetchMaxWait), never negative.
+func (f *fetcher) maxWait(ms int32) time.Duration {
+	limit := f.b.cfg.Fetch.MaxWait
+	if limit <= 0 {
+		limit = defaultFetchMaxWait
+	}
+	return min(time.Duration(max(ms, 0))*time.Millisecond, limit)
 }
 
 // fetchPart is one requested partition.

@@ -11,6 +11,10 @@ import (
 // Bounds of the memory a Produce request's decompression draws from the
 // process's memory budget (limits.memory_bytes).
 const (
+	// produceDecompressBudget bounds what one Produce request may
+	// decompress to: 100 MiB, Kafka's socket.request.max.bytes default and
+	// the front door's default frame limit (proxy.DefaultMaxFrameBytes).
+	produceDecompressBudget = 100 << 20
 	// produceDecompressShare: one request decompresses at most a quarter
 	// of the budget (and never more than produceDecompressBudget).
 	produceDecompressShare = 4
