@@ -19,7 +19,8 @@ package bridge
 //     socket.request.max.bytes default, what the front door accepts as a
 //     frame) and at most a quarter of the memory budget, taken from it
 //     (twice: the records and their Iggy messages) before anything is
-//     decompressed (produce_budget.go). Control and transactional batches are refused with
+//     decompressed (produce_budget.go; no room within the request's
+//     timeout: REQUEST_TIMED_OUT, nothing written). Control and transactional batches are refused with
 //     the codes of RecordsErrorCode; nothing of a refused partition is
 //     written.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
@@ -143,15 +144,15 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		}
 	}
 	if req.Acks != -1 && req.Acks != 0 && req.Acks != 1 {
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				resp.Topics[i].Partitions[j].ErrorCode = kerr.InvalidRequiredAcks.Code
-			}
-		}
+		setProduceCodes(resp, kerr.InvalidRequiredAcks.Code)
 		return p.answer(req, resp)
 	}
 
-	limit, release := b.decompressAllowance(ctx, req)
+	limit, release, ok := b.decompressAllowance(ctx, req)
+	if !ok { // no room to decompress in time: retriable, as Kafka's timeouts are
+		setProduceCodes(resp, kerr.RequestTimedOut.Code)
+		return p.answer(req, resp)
+	}
 	defer release()
 	budget := NewDecompressBudget(limit)
 	d := decoderPool.Get().(*RecordDecoder)

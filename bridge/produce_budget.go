@@ -28,27 +28,35 @@ const (
 // batches decompresses nothing and takes nothing. One with compressed
 // batches first takes twice its limit from the memory budget (the
 // decompressed records and the Iggy messages built from them), waiting
-// for the room at most the request's timeout: Kafka's
+// for the room at most the request's timeout (30s at most): Kafka's
 // message.max.bytes bounds the compressed batch only, so what it expands
-// to must be bounded here, by the budget. When the room does not come in
-// time the limit is 0 and compressed batches are refused as too large
-// (MESSAGE_TOO_LARGE, RecordsErrorCode).
-func (b *Bridge) decompressAllowance(ctx context.Context, req *kmsg.ProduceRequest) (int, func()) {
-	if b.budget == nil {
-		return produceDecompressBudget, func() {}
+// to must be bounded here, by the budget. A batch that decompresses past
+// the limit is refused as too large (MESSAGE_TOO_LARGE, RecordsErrorCode).
+// ok is false when the room did not come in time: the request is then
+// answered REQUEST_TIMED_OUT (retriable, as Kafka's timeouts are) and
+// nothing is written.
+func (b *Bridge) decompressAllowance(ctx context.Context, req *kmsg.ProduceRequest) (limit int, release func(), ok bool) {
+	if b.budget == nil || !produceCompressed(req) {
+		return produceDecompressBudget, func() {}, true
 	}
-	if !produceCompressed(req) {
-		return produceDecompressBudget, func() {}
-	}
-	limit := min(int64(produceDecompressBudget), b.budget.Total()/produceDecompressShare)
+	want := min(int64(produceDecompressBudget), b.budget.Total()/produceDecompressShare)
 	wait := min(time.Duration(max(req.TimeoutMillis, 1000))*time.Millisecond, produceDecompressWaitMax)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	got, err := b.budget.Acquire(wctx, 2*limit)
+	got, err := b.budget.Acquire(wctx, 2*want)
 	if err != nil {
-		return 0, func() {}
+		return 0, func() {}, false
 	}
-	return int(got / 2), func() { b.budget.Release(got) }
+	return int(got / 2), func() { b.budget.Release(got) }, true
+}
+
+// setProduceCodes answers every partition of resp with code.
+func setProduceCodes(resp *kmsg.ProduceResponse, code int16) {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			resp.Topics[i].Partitions[j].ErrorCode = code
+		}
+	}
 }
 
 // Offsets in a record batch (v2) header, read to find its codec.
