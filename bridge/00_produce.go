@@ -17,8 +17,10 @@ package bridge
 //     Iggy message. Decompression of the whole request shares ONE
 //     DecompressBudget of produceDecompressBudget bytes (Kafka's
 //     socket.request.max.bytes default, what the front door accepts as a
-//     frame), so a request never expands past what the client could have
-//     sent uncompressed. Control and transactional batches are refused with
+//     frame) and at most a quarter of the memory budget, taken from it
+//     (twice: the records and their Iggy messages) before anything is
+//     decompressed (produce_budget.go; no room within the request's
+//     timeout: REQUEST_TIMED_OUT, nothing written). Control and transactional batches are refused with
 //     the codes of records.ErrorCode; nothing of a refused partition is
 //     written.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
@@ -94,11 +96,6 @@ import (
 // produceMaxVersion is the highest Produce version served (kmsg's maximum).
 const produceMaxVersion = 13
 
-// produceDecompressBudget bounds what one Produce request may decompress
-// to: 100 MiB, Kafka's socket.request.max.bytes default and the front
-// door's default frame limit (proxy.DefaultMaxFrameBytes).
-const produceDecompressBudget = 100 << 20
-
 // producer serves Produce.
 type producer struct {
 	b *Bridge
@@ -148,15 +145,17 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		}
 	}
 	if req.Acks != -1 && req.Acks != 0 && req.Acks != 1 {
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				resp.Topics[i].Partitions[j].ErrorCode = kerr.InvalidRequiredAcks.Code
-			}
-		}
+		setProduceCodes(resp, kerr.InvalidRequiredAcks.Code)
 		return p.answer(req, resp)
 	}
 
-	budget := records.NewDecompressBudget(produceDecompressBudget)
+	limit, release, ok := b.decompressAllowance(ctx, req)
+	if !ok { // no room to decompress in time: retriable, as Kafka's timeouts are
+		setProduceCodes(resp, kerr.RequestTimedOut.Code)
+		return p.answer(req, resp)
+	}
+	defer release()
+	budget := records.NewDecompressBudget(limit)
 	d := decoderPool.Get().(*records.Decoder)
 	var sends []produceSend
 	for i := range req.Topics {
@@ -211,15 +210,12 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 	case 1:
 		p.send(ctx, rq, &sends[0])
 	default:
-		var wg sync.WaitGroup
+		var g panicGroup // a panic in a send reaches the front door
 		for i := range sends {
-			wg.Add(1)
-			go func(s *produceSend) {
-				defer wg.Done()
-				p.send(ctx, rq, s)
-			}(&sends[i])
+			s := &sends[i]
+			g.Go(func() { p.send(ctx, rq, s) })
 		}
-		wg.Wait()
+		g.Wait()
 	}
 	return p.answer(req, resp)
 }

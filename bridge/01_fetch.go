@@ -9,8 +9,9 @@ package bridge
 //     record batches v2 through records.BatchWriter (codec/records): base
 //     offset = the Iggy offset of the first message, CreateTime, no
 //     compression, producer fields -1, CRC32C. Messages whose mapping
-//     marker does not parse are skipped (offset gap), counted and logged
-//     rate-limited.
+//     marker does not parse are skipped (offset gap), counted in
+//     kafka_iggy_fetch_skipped_messages_total{reason} (fetch_skips.go) and
+//     logged rate-limited.
 //   - Offsets (KAFKA-ON-IGGY §3): high watermark = current_offset + 1 when
 //     the partition holds messages, else 0; last stable offset = high
 //     watermark (no transactions, so both isolation levels read the same);
@@ -35,7 +36,8 @@ package bridge
 //   - Long poll: the response goes out at once when it holds at least
 //     MinBytes of records, when any partition has an error, or when
 //     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
-//     frame arrived) until MaxWaitMillis, re-reading every partition when a
+//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s),
+//     re-reading every partition when a
 //     local Produce wakes it (Bridge.notify) and every
 //     fetch.repoll_interval for writes made elsewhere (other sidecars, Iggy
 //     clients): when the fetch spans fewer topics than partitions, that
@@ -126,8 +128,19 @@ func init() { registerAPI((*Bridge).fetchAPI) }
 // onSkip counts and logs (rate-limited) a message the mapping cannot read.
 func (f *fetcher) onSkip(offset uint64, reason records.SkipReason) {
 	n := f.skipped.Add(1)
+	f.b.countSkip(reason)
 	f.skipLog.Error().Uint64("offset", offset).Str("reason", reason.String()).Uint64("skipped_total", n).
 		Msg("fetch: skipped a message the record mapping cannot read (consumers see an offset gap)")
+}
+
+// maxWait is how long a Fetch asking max_wait_ms may wait for data:
+// fetch.max_wait at most (0: defaultFetchMaxWait), never negative.
+func (f *fetcher) maxWait(ms int32) time.Duration {
+	limit := f.b.cfg.Fetch.MaxWait
+	if limit <= 0 {
+		limit = defaultFetchMaxWait
+	}
+	return min(time.Duration(max(ms, 0))*time.Millisecond, limit)
 }
 
 // fetchPart is one requested partition.
@@ -169,7 +182,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		}
 	}
 
-	deadline := receivedAt(rq).Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	deadline := receivedAt(rq).Add(f.maxWait(req.MaxWaitMillis))
 	var wake chan struct{}
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 && len(parts) > 0 {
 		keys := make([]partKey, 0, len(parts))

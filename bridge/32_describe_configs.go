@@ -65,8 +65,18 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	synonyms := rq.Version >= 1 && req.IncludeSynonyms
 
+	// A resource named again (Kafka answers every entry, duplicates
+	// included) shares the answer built the first time: a request naming
+	// the broker 20,000 times holds its configs once, not 20,000 times.
+	seen := map[describedKey]int{}
+	resp.Resources = make([]kmsg.DescribeConfigsResponseResource, 0, len(req.Resources))
 	for i := range req.Resources {
 		rr := &req.Resources[i]
+		key := describedKey{rr.ResourceType, rr.ResourceName}
+		if j, ok := seen[key]; ok && len(rr.ConfigNames) == 0 {
+			resp.Resources = append(resp.Resources, resp.Resources[j])
+			continue
+		}
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType = rr.ResourceType
 		r.ResourceName = rr.ResourceName
@@ -85,9 +95,18 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 			}
 			r.Configs = append(r.Configs, describeEntry(e))
 		}
+		if len(rr.ConfigNames) == 0 {
+			seen[key] = len(resp.Resources)
+		}
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp, nil
+}
+
+// describedKey names a resource of a DescribeConfigs request.
+type describedKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
 }
 
 // describeEntry converts a configEntry to the wire shape.

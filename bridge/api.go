@@ -56,8 +56,8 @@ type API struct {
 	// FrameCharge is how many times its frame's size a request of this
 	// API draws from the memory budget (limits.memory_bytes) from the
 	// moment the front door takes it off the socket until it is served;
-	// 0 means 1. Produce draws 2: the frame, and the Iggy messages built
-	// from it while it is served.
+	// 0 means 1. Bridge.apis raises it to the API's decode and response
+	// amplification (framecharge.go: Produce 14, DescribeConfigs 1200).
 	FrameCharge int64
 	// ErrorCodes walks a response of this API, calling f with every error
 	// code it carries (top level, per topic, per partition, ...); the

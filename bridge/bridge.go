@@ -133,7 +133,9 @@ func New(o Options) (*Bridge, error) {
 func (b *Bridge) apis() []API {
 	out := make([]API, 0, len(apiRows))
 	for _, row := range apiRows {
-		out = append(out, row(b))
+		a := row(b)
+		a.FrameCharge = max(a.FrameCharge, frameCharge(a.Key))
+		out = append(out, a)
 	}
 	return out
 }

@@ -100,7 +100,16 @@ type FetchConfig struct {
 	// a smaller one older than that, else is not created (the client keeps
 	// sending full fetches). 0 keeps none. Default 1000 (Kafka's).
 	SessionCacheSlots int `koanf:"session_cache_slots"`
+	// MaxWait caps how long a Fetch waits for data, whatever its
+	// max_wait_ms: each waiting fetch holds a worker. Kafka's brokers do
+	// not cap it; its clients' request.timeout.ms (30s) bounds what any
+	// client waits for. 0 means the default, 30s.
+	MaxWait time.Duration `koanf:"max_wait"`
 }
+
+// defaultFetchMaxWait is fetch.max_wait's default: Kafka clients'
+// request.timeout.ms.
+const defaultFetchMaxWait = 30 * time.Second
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -114,7 +123,7 @@ func DefaultConfig() Config {
 		Groups:   groups.DefaultConfig(),
 		Offsets:  OffsetsConfig{Mode: "auto"},
 		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
-		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000},
+		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
 	}
 }
 
@@ -163,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.Fetch.RepollInterval <= 0 {
 		bad("fetch.repoll_interval", "must be positive")
+	}
+	if c.Fetch.MaxWait < 0 {
+		bad("fetch.max_wait", "must not be negative, got %v", c.Fetch.MaxWait)
 	}
 	if c.Fetch.MaxBytes < 1 || c.Fetch.MaxBytes > math.MaxInt32 {
 		bad("fetch.max_bytes", "must be 1..%d, got %d", math.MaxInt32, c.Fetch.MaxBytes)

@@ -136,8 +136,10 @@ type LimitsConfig struct {
 	// fetch buffers and unsent replies all draw from it. When it is used
 	// up, connections stop taking requests off their sockets and fetches
 	// answer what fits (or wait up to their max_wait): backpressure, never
-	// an error. A produce frame draws twice its size (the frame and its
-	// Iggy copy). GOMEMLIMIT is set from it (see docs/OPERATIONS.md). 0
+	// an error. A request draws its frame size times its API's charge
+	// (what decoding it and building its response hold; Produce 14, as
+	// small records expand into Iggy messages) until its reply is
+	// written. GOMEMLIMIT is set from it (see docs/OPERATIONS.md). 0
 	// derives it from the cgroup memory limit (cgroup v2 memory.max, v1
 	// memory.limit_in_bytes) when there is one: the limit less a quarter,
 	// at least 64 MiB, at most half (256 MiB gives 192 MiB); else

@@ -64,6 +64,9 @@ type conn struct {
 	// closing: the client closed the connection and takeLeftovers is
 	// queueing the requests left in its input. Event-loop only.
 	closing bool
+	// drainState is the connection's drain pass (drainNone, drainWoken,
+	// drainPassed; drain.go).
+	drainState atomic.Int32
 
 	// guarded by s.pool.mu
 	waitingPool bool

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"time"
@@ -64,6 +63,7 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 		return gnet.None
 	}
 	finishing := s.takeLeftovers(c, cs, err)
+	s.drainPassed(cs)
 	cs.mu.Lock()
 	cs.flags.set(flagClosed)
 	why := cs.why
@@ -137,52 +137,22 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 // queued to run, in order, as Kafka runs what it read before a close (an
 // acks=0 producer writes and closes at once). Others are dropped unread.
 // It reports whether the connection's queued requests should still run;
-// not on shutdown, and not after a close the front door decided.
+// not once the drain is over (stopping), and not after a close the front
+// door decided. During the drain it runs as before it (the drain waits for
+// what it queues).
 func (s *Server) takeLeftovers(c gnet.Conn, cs *conn, err error) bool {
 	cs.mu.Lock()
 	decided := cs.why.reason != CloseUnknown
 	cs.mu.Unlock()
-	if decided || s.stopping.Load() || s.draining.Load() || (err != nil && !errors.Is(err, io.EOF)) {
+	if decided || s.stopping.Load() || (err != nil && !errors.Is(err, io.EOF)) {
 		return false
 	}
 	cs.closing = true
 	if cs.partial != nil {
 		return true // an incomplete frame: nothing complete behind it
 	}
-	now := time.Now()
-	for {
-		size, complete, ferr := pendingFrame(c, s.cfg.Limits.MaxFrameBytes)
-		if ferr != nil || !complete || size < 2 {
-			return true
-		}
-		hdr, perr := c.Peek(FrameHeaderSize + 2)
-		if perr != nil {
-			return true
-		}
-		if !s.d.Completes(int16(binary.BigEndian.Uint16(hdr[FrameHeaderSize:]))) {
-			if _, derr := c.Discard(FrameHeaderSize + size); derr != nil {
-				return true
-			}
-			continue
-		}
-		// Bytes gnet holds already: charged, not waited for.
-		held := int64(size)
-		s.budget.Charge(held)
-		buf := s.getFrame(size)
-		if cap(buf.B) < size {
-			buf.B = make([]byte, size)
-		} else {
-			buf.B = buf.B[:size]
-		}
-		if terr := takeFrame(c, buf.B); terr != nil {
-			s.putFrame(buf)
-			s.budget.Release(held)
-			return true
-		}
-		if s.accept(cs, buf, held, now) != gnet.None {
-			return true
-		}
-	}
+	s.takeCompleting(c, cs, time.Now(), false) // closed: no reply ring to keep to
+	return true
 }
 
 // logClose writes the one log line of a closed connection.

@@ -37,6 +37,10 @@ const (
 	CloseShutdown
 	// CloseInternal: an internal invariant failed (a bug; logged at error).
 	CloseInternal
+	// ClosePanic: decoding the request, its handler or encoding its
+	// response panicked (a bug; the stack is logged at error). Counted in
+	// kafka_iggy_connections_closed_total{reason="panic"}.
+	ClosePanic
 
 	numCloseReasons
 )
@@ -55,6 +59,7 @@ var closeReasonNames = [numCloseReasons]string{
 	CloseIdleTimeout:        "idle_timeout",
 	CloseShutdown:           "shutdown",
 	CloseInternal:           "internal_error",
+	ClosePanic:              "panic",
 }
 
 // String returns the snake_case name logged as close_reason.

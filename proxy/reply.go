@@ -53,8 +53,9 @@ func (s *Server) getBatch(cs *conn) *writeBatch {
 // (vr.Cuts) are spliced into it (released once written). Kept small: every
 // connection has a ring of max_in_flight of them.
 type reply struct {
-	buf *bytebufferpool.ByteBuffer
-	vr  bridge.VectoredResponse
+	buf  *bytebufferpool.ByteBuffer
+	vr   bridge.VectoredResponse
+	held int64 // memory budget of the request, returned once written
 }
 
 // cuts returns the blocks to splice into the reply buffer.
@@ -74,6 +75,7 @@ func (r *reply) release(s *Server) {
 	if r.vr != nil {
 		r.vr.Release()
 	}
+	s.budget.Release(r.held)
 	*r = reply{}
 }
 
@@ -183,6 +185,7 @@ type writeBatch struct {
 	iov     [][]byte
 	bytes   int
 	replies int
+	held    int64 // the replies' memory budget (reply.held)
 	cb      gnet.AsyncCallback
 }
 
@@ -207,6 +210,7 @@ func (wb *writeBatch) add(rep *reply) {
 		wb.vrs = append(wb.vrs, rep.vr)
 	}
 	wb.replies++
+	wb.held += rep.held
 	*rep = reply{}
 }
 
@@ -221,7 +225,8 @@ func (wb *writeBatch) release() {
 		wb.vrs[i] = nil
 	}
 	clear(wb.iov)
-	wb.bufs, wb.vrs, wb.iov, wb.bytes, wb.replies, wb.cs = wb.bufs[:0], wb.vrs[:0], wb.iov[:0], 0, 0, nil
+	wb.s.budget.Release(wb.held)
+	wb.bufs, wb.vrs, wb.iov, wb.bytes, wb.replies, wb.held, wb.cs = wb.bufs[:0], wb.vrs[:0], wb.iov[:0], 0, 0, 0, nil
 	wb.s.batchPool.Put(wb)
 }
 

@@ -90,6 +90,9 @@ type Server struct {
 	gnetLog gnetLogger
 	metrics Metrics
 	budget  *budget.Budget // limits.memory_bytes: frames, produce copies, unsent replies
+	// newRequest makes the empty request a frame decodes into
+	// (kmsg.RequestForKey; tests inject faults through it).
+	newRequest func(key int16) kmsg.Request
 
 	inPool    bytebufferpool.Pool // request frames
 	bigPool   bytebufferpool.Pool // request frames of bigFrame bytes or more
@@ -101,14 +104,18 @@ type Server struct {
 	baseCtx    context.Context // parent of every connection's context
 	baseCancel context.CancelFunc
 
-	started   atomic.Bool
-	stopping  atomic.Bool
-	draining  atomic.Bool
-	inFlight  atomic.Int64 // requests taken off sockets, reply not yet written
-	drained   chan struct{}
-	nconns    atomic.Int64
-	nextID    atomic.Uint64
-	tickEvery time.Duration
+	started  atomic.Bool
+	stopping atomic.Bool
+	draining atomic.Bool
+	inFlight atomic.Int64 // requests taken off sockets, reply not yet written
+	drained  chan struct{}
+	// drainPending counts connections woken for their drain pass that
+	// have not run it; drainPassedCh is signalled when it reaches 0.
+	drainPending  atomic.Int64
+	drainPassedCh chan struct{}
+	nconns        atomic.Int64
+	nextID        atomic.Uint64
+	tickEvery     time.Duration
 
 	connsMu sync.Mutex
 	conns   map[uint64]*conn
@@ -137,15 +144,17 @@ func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server,
 		return nil, errors.New("proxy: nil dispatcher")
 	}
 	s := &Server{
-		cfg:     cfg,
-		d:       d,
-		log:     log.With().Str("component", "proxy").Logger(),
-		gnetLog: newGnetLogger(log),
-		metrics: NopMetrics{},
-		drained: make(chan struct{}, 1),
-		conns:   make(map[uint64]*conn),
-		booted:  make(chan struct{}),
-		runDone: make(chan struct{}),
+		cfg:           cfg,
+		d:             d,
+		log:           log.With().Str("component", "proxy").Logger(),
+		gnetLog:       newGnetLogger(log),
+		metrics:       NopMetrics{},
+		newRequest:    kmsg.RequestForKey,
+		drained:       make(chan struct{}, 1),
+		drainPassedCh: make(chan struct{}, 1),
+		conns:         make(map[uint64]*conn),
+		booted:        make(chan struct{}),
+		runDone:       make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
@@ -308,6 +317,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.draining.Store(true)
 	s.log.Info().Int64("in_flight", s.inFlight.Load()).Msg("draining kafka listener")
+	// Every connection takes what it read that completes once received
+	// (acks=0 produce included) before the wait for in-flight requests.
+	s.drainConns(ctx)
 
 	var err error
 	for s.inFlight.Load() > 0 && err == nil {

@@ -32,7 +32,10 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 		cs.parked = nil
 	}
 	if s.draining.Load() {
-		return gnet.None // leave new requests unread; Shutdown closes us
+		// Take what completes once received (acks=0 produce included)
+		// once; leave the rest unread: Shutdown closes us.
+		s.takeForDrain(c, cs)
+		return gnet.None
 	}
 	maxFrame := s.cfg.Limits.MaxFrameBytes
 	maxOut := s.cfg.Limits.MaxOutboundBytes
@@ -186,7 +189,7 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, no
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, detail))
 		return gnet.Close
 	}
-	req := kmsg.RequestForKey(key)
+	req := s.newRequest(key)
 	if req == nil {
 		s.dropFrame(buf, held)
 		cs.fail(reqClose(CloseUnsupportedAPI, key, version, corrID, errUnknownKey))
@@ -227,7 +230,8 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, no
 	cs.running = true
 	cs.mu.Unlock()
 	if cs.closing {
-		// Taken from the input of a closed connection (takeLeftovers):
+		// Taken from the input of a closed connection (takeLeftovers)
+		// or by a drain pass (takeForDrain):
 		// OnTraffic will not run again to resume a parked job.
 		go s.serve(j)
 		return gnet.None

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,9 +50,9 @@ func (s *Server) serveOne(j *job) {
 		cs.complete(seq, reply{})
 		return
 	}
-	if err := rq.Msg.ReadFrom(j.frame.B[j.bodyOff:]); err != nil {
+	if err := s.decode(cs, rq, j.frame.B[j.bodyOff:]); err != nil {
 		s.metrics.Request(rq.Key, rq.Version, time.Since(rq.Received), OutcomeDecodeError)
-		cs.closeWith(reqClose(CloseDecodeError, rq.Key, rq.Version, rq.CorrID, err))
+		cs.closeWith(reqClose(closeReasonOf(err, CloseDecodeError), rq.Key, rq.Version, rq.CorrID, err))
 		s.putJob(j)
 		cs.complete(seq, reply{})
 		return
@@ -58,11 +60,13 @@ func (s *Server) serveOne(j *job) {
 	resp, err := s.dispatch(cs, rq)
 	var out reply
 	if err == nil && resp != nil {
-		out, err = s.encode(rq, resp)
+		out, err = s.safeEncode(cs, rq, resp)
 	}
 	if err != nil {
 		s.metrics.Request(rq.Key, rq.Version, time.Since(rq.Received), OutcomeHandlerError)
-		if cs.ctx.Err() != nil {
+		if errors.Is(err, errPanic) {
+			cs.closeWith(reqClose(ClosePanic, rq.Key, rq.Version, rq.CorrID, err))
+		} else if cs.ctx.Err() != nil {
 			// The connection closed (or the drain deadline passed) under
 			// the handler: its failure is a consequence, not the cause.
 			s.log.Debug().Uint64("conn_id", cs.id).Int16("api_key", rq.Key).Int16("api_version", rq.Version).
@@ -91,18 +95,65 @@ func (s *Server) serveOne(j *job) {
 		}
 		ev.Msg("request served")
 	}
+	// The request's budget stays held until its reply is written (or
+	// dropped): the encoded response is part of what it made us hold.
+	out.held, j.held = j.held, 0
 	s.putJob(j) // after encoding: the response may alias the request
 	cs.complete(seq, out)
 }
 
-// dispatch calls the Dispatcher, turning a panic into a handler error.
+// errPanic marks the error a recovered panic became: the connection
+// closes with ClosePanic.
+var errPanic = errors.New("panic")
+
+// closeReasonOf is ClosePanic for a recovered panic, else def.
+func closeReasonOf(err error, def CloseReason) CloseReason {
+	if errors.Is(err, errPanic) {
+		return ClosePanic
+	}
+	return def
+}
+
+// recovered turns a panic recovered while serving rq (where: "decode",
+// "handler", "encode") into an error wrapping errPanic, and logs it with
+// its stack: one bad request closes its connection, never the process.
+func (s *Server) recovered(cs *conn, rq *bridge.Request, where string, p any) error {
+	s.log.Error().Uint64("conn_id", cs.id).Int16("api_key", rq.Key).Int16("api_version", rq.Version).
+		Int32("corr_id", rq.CorrID).Str("panic_in", where).Str("panic", fmt.Sprint(p)).
+		Bytes("stack", debug.Stack()).Msg("request panicked; closing its connection")
+	return fmt.Errorf("%s %w: %v", where, errPanic, p)
+}
+
+// decode reads the request body into rq.Msg, turning a panic into an
+// error.
+func (s *Server) decode(cs *conn, rq *bridge.Request, body []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = s.recovered(cs, rq, "decode", p)
+		}
+	}()
+	return rq.Msg.ReadFrom(body)
+}
+
+// dispatch calls the Dispatcher, turning a panic into an error.
 func (s *Server) dispatch(cs *conn, rq *bridge.Request) (resp kmsg.Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = nil, fmt.Errorf("handler panic: %v", p)
+			resp, err = nil, s.recovered(cs, rq, "handler", p)
 		}
 	}()
 	return s.d.Dispatch(cs.ctx, rq)
+}
+
+// safeEncode encodes resp, turning a panic into an error (the reply
+// buffer is left to the collector).
+func (s *Server) safeEncode(cs *conn, rq *bridge.Request, resp kmsg.Response) (out reply, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = reply{}, s.recovered(cs, rq, "encode", p)
+		}
+	}()
+	return s.encode(rq, resp)
 }
 
 func (s *Server) getJob() *job {

@@ -107,6 +107,12 @@ func (s *linkServer) serve() {
 			_ = c.Close()
 			return
 		}
+		if len(s.conns) >= peerMaxConns {
+			s.mu.Unlock()
+			s.refuse(c, "too_many_connections", nil)
+			_ = c.Close()
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -202,6 +208,7 @@ func (s *linkServer) conn(c net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wmu sync.Mutex
+	sem := make(chan struct{}, peerMaxInflight)
 	fail := func(reason string, err error) {
 		log.Warn().Err(err).Str("close_reason", reason).Msg("peer connection closed")
 		cancel()
@@ -225,12 +232,13 @@ func (s *linkServer) conn(c net.Conn) {
 			fail("frame_malformed", err)
 			return
 		}
+		sem <- struct{}{} // at peerMaxInflight: stop reading until one ends
 		inflight.Add(1)
 		go func() {
-			defer inflight.Done()
-			resp, err := s.handle(ctx, kind, body)
+			defer func() { <-sem; inflight.Done() }()
+			resp, err := s.safeHandle(ctx, kind, body)
 			if err != nil {
-				fail("frame_malformed", err)
+				fail(closeReason(err), err)
 				return
 			}
 			wmu.Lock()

@@ -263,7 +263,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			},
 			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
 			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
-			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000},
+			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
@@ -302,7 +302,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		},
 		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, Pprof: true},
+		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "auto"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
 		Peers:        cluster.DefaultPeersConfig(),

@@ -48,15 +48,7 @@ func TestMemoryBudgetHolds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sidecar and Iggy server processes")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	startMemIggyProc(t, addr)
-	p := startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+addr, "KAFKA_IGGY_EMBEDDED__MODE=off",
-		"KAFKA_IGGY_LIMITS__MEMORY_BYTES="+strconv.Itoa(memBudget))
+	p := startBudgetSidecar(t)
 	pid := p.cmd.Process.Pid
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -178,6 +170,21 @@ func TestMemoryBudgetHolds(t *testing.T) {
 	if rss > peak/2 {
 		t.Errorf("RSS still %d MiB 20 s after the burst (peak %d MiB): memory not returned to the OS", rss>>20, peak>>20)
 	}
+}
+
+// startBudgetSidecar starts an in-memory `kafka-iggy embedded-iggy` and a
+// `kafka-iggy serve` on it with a memBudget memory budget.
+func startBudgetSidecar(t *testing.T) *sidecarProc {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	startMemIggyProc(t, addr)
+	return startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+addr, "KAFKA_IGGY_EMBEDDED__MODE=off",
+		"KAFKA_IGGY_LIMITS__MEMORY_BYTES="+strconv.Itoa(memBudget))
 }
 
 // startMemIggyProc starts `kafka-iggy embedded-iggy` in memory on addr.

@@ -22,6 +22,12 @@ const (
 	// the shipped manifests, far above any pause a busy but healthy sidecar
 	// shows, so only a wedged one is restarted.
 	DefaultStallTimeout = 20 * time.Second
+	// DefaultMaxConnections caps the admin listener's open connections
+	// (64: probes and scrapers need a few; more wait in the accept queue).
+	DefaultMaxConnections = 64
+	// DefaultIdleTimeout closes an admin connection idle that long between
+	// requests: 10 minutes, Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
 )
 
 // Config configures the admin listener. Keys are given relative to the
@@ -41,6 +47,12 @@ type Config struct {
 	// before /healthz answers 503 and the liveness probe restarts the
 	// sidecar. Default 20s.
 	StallTimeout time.Duration `koanf:"stall_timeout"`
+	// MaxConnections caps the connections open at once; a connection past
+	// it waits in the accept queue until one closes. Default 64.
+	MaxConnections int `koanf:"max_connections"`
+	// IdleTimeout closes a connection idle that long between requests
+	// (keep-alive). Default 10m (Kafka's connections.max.idle.ms).
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener
 	// (CPU and heap profiles for tuning). Default false.
 	Pprof bool `koanf:"pprof"`
@@ -53,6 +65,8 @@ func DefaultConfig() Config {
 		Address:           DefaultAddress,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		StallTimeout:      DefaultStallTimeout,
+		MaxConnections:    DefaultMaxConnections,
+		IdleTimeout:       DefaultIdleTimeout,
 	}
 }
 
@@ -76,6 +90,12 @@ func (c Config) Validate() error {
 	}
 	if c.StallTimeout <= 0 {
 		bad("stall_timeout", "%v is not positive", c.StallTimeout)
+	}
+	if c.MaxConnections <= 0 {
+		bad("max_connections", "%d is not positive", c.MaxConnections)
+	}
+	if c.IdleTimeout <= 0 {
+		bad("idle_timeout", "%v is not positive", c.IdleTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -70,6 +70,7 @@ func TestSeriesDescribedAreRegistered(t *testing.T) {
 	i.Request("x", 0, nil)
 	br.KafkaError(0, 1)
 	m.SetCoordination("d", func() CoordinationStats { return CoordinationStats{} })
+	br.FetchSkipped("bad_marker")
 	fams := embedtest.Scrape(t, base+"/metrics")
 	for _, s := range m.series {
 		if _, ok := fams[s.name]; !ok {

@@ -69,6 +69,7 @@ type Metrics struct {
 	groupMembers prometheus.Gauge
 	fetchWaiters prometheus.Gauge
 	compactBytes prometheus.Gauge
+	fetchSkipped *prometheus.CounterVec
 
 	// Iggy upstream.
 	sessionsUp    prometheus.Gauge
@@ -154,6 +155,9 @@ func NewMetrics(version string) *Metrics {
 		"Fetch requests waiting for data (long polls) now.")
 	m.compactBytes = f.gauge("compact_topic_bytes",
 		"Bytes Iggy holds for topics whose cleanup.policy includes compact (kept whole: Iggy never compacts), as of the last measurement (at most every 30 s while the topic-config store is read).")
+
+	m.fetchSkipped = f.counterVec("fetch_skipped_messages_total",
+		"Iggy messages Fetch skipped because the Kafka record mapping cannot read them, by reason: consumers step over them without an error (alert on any increase).", "reason")
 
 	m.sessionsUp = f.gauge("upstream_sessions_up",
 		"Iggy sessions logged in now (readiness needs at least one).")
@@ -480,3 +484,6 @@ func (b *BridgeMetrics) AddFetchWaiters(delta int) { b.m.fetchWaiters.Add(float6
 
 // SetCompactBytes sets the bytes held by compact topics.
 func (b *BridgeMetrics) SetCompactBytes(n int64) { b.m.compactBytes.Set(float64(n)) }
+
+// FetchSkipped counts a message Fetch skipped (bridge.FetchSkipMetrics).
+func (b *BridgeMetrics) FetchSkipped(reason string) { b.m.fetchSkipped.WithLabelValues(reason).Inc() }

@@ -81,10 +81,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("admin.address: %w", err)
 	}
+	ln = limitListener(ln, s.cfg.MaxConnections)
 	s.ln = ln
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		ErrorLog:          nil,
 	}
 	s.done = make(chan struct{})
