@@ -112,6 +112,7 @@ func New(o Options) (*Bridge, error) {
 		b.groups = o.Groups(local)
 	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
+	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)
 	b.metrics = o.Metrics
 	if b.metrics == nil {
 		b.metrics = NopMetrics{}

@@ -76,6 +76,13 @@ type ProducerConfig struct {
 	// MaxTrackedProducers bounds the memory of idempotence state: the least
 	// recently used producers are forgotten first. Default 10000.
 	MaxTrackedProducers int `koanf:"max_tracked_producers"`
+	// RecoveryTailMessages is how many of a partition's last messages are
+	// read to rebuild an idempotent producer's state the sidecar does not
+	// hold (after a restart, or a write whose outcome is unknown); a
+	// producer whose last write is further back answers
+	// UNKNOWN_PRODUCER_ID. 0 keeps producer state in memory only. Default
+	// 4096.
+	RecoveryTailMessages int `koanf:"recovery_tail_messages"`
 }
 
 // FetchConfig tunes long polling.
@@ -109,7 +116,7 @@ func DefaultConfig() Config {
 		},
 		Groups:   groups.DefaultConfig(),
 		Offsets:  OffsetsConfig{Mode: "auto"},
-		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
+		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: kafkaDefaultFetchMaxBytes},
 	}
 }
@@ -156,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.Producer.MaxTrackedProducers < 1 {
 		bad("producer.max_tracked_producers", "must be at least 1")
+	}
+	if c.Producer.RecoveryTailMessages < 0 || c.Producer.RecoveryTailMessages > 1<<20 {
+		bad("producer.recovery_tail_messages", "must be 0 (off) .. 1048576, got %d", c.Producer.RecoveryTailMessages)
 	}
 	if c.Fetch.RepollInterval <= 0 {
 		bad("fetch.repoll_interval", "must be positive")
