@@ -113,6 +113,7 @@ func New(o Options) (*Bridge, error) {
 	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)
+	b.pids.ids = newPIDLeaser(b.takePIDBlock)
 	b.metrics = o.Metrics
 	if b.metrics == nil {
 		b.metrics = NopMetrics{}

@@ -69,9 +69,10 @@ type OffsetsConfig struct {
 
 // ProducerConfig tunes producer ids.
 type ProducerConfig struct {
-	// InstanceID forms the high bits of every producer id this instance
-	// hands out, so two sidecars never hand out the same id; 0..65535.
-	// -1 derives it from the pod name (HOSTNAME). Default -1.
+	// InstanceID is no longer part of producer ids: they come from blocks
+	// leased from Iggy, unique across restarts and sidecars (KAFKA-ON-IGGY
+	// §4). Kept so configurations that set it still load; 0..65535, -1
+	// derives it from the pod name (HOSTNAME); logged at start. Default -1.
 	InstanceID int32 `koanf:"instance_id"`
 	// MaxTrackedProducers bounds the memory of idempotence state: the least
 	// recently used producers are forgotten first. Default 10000.

@@ -5,12 +5,12 @@ package bridge
 // per-(producer, partition) sequence tracker that Produce consults before it
 // writes an idempotent batch.
 //
-// Producer ids: instance id (16 bits, producer.instance_id or a hash of the
-// pod name) in bits 47-62, a 47-bit counter below. The counter starts at the
-// milliseconds since 2024-01-01 and never runs behind that clock, so a
-// restarted instance (same instance id) does not hand out an id it gave
-// before as long as it allocated less than one id per millisecond on
-// average; ids stay positive (bit 63 is never set).
+// Producer ids come from blocks leased from Iggy (pids_lease.go), unique
+// across restarts and sidecars. A tracker without a leaser (unit tests)
+// uses pidAllocator: instance id (16 bits, producer.instance_id or a hash
+// of the pod name) in bits 47-62, a 47-bit counter below that starts at the
+// milliseconds since 2024-01-01 and never runs behind that clock; ids stay
+// positive (bit 63 is never set).
 //
 // Sequence tracking follows the broker's ProducerStateManager, per
 // (producer id, Kafka topic, partition):
@@ -183,7 +183,8 @@ type dupResult struct {
 // producerState is the idempotence tracker. All methods are safe for
 // concurrent use.
 type producerState struct {
-	alloc *pidAllocator // producer ids for InitProducerId
+	ids   *pidLeaser    // producer ids for InitProducerId, leased from Iggy (pids_lease.go)
+	alloc *pidAllocator // without ids (unit tests): clock-seeded ids
 
 	maxProducers int
 	maxEntries   int
@@ -242,15 +243,16 @@ type pidPending struct {
 	done        chan struct{} // closed when the write finished
 }
 
-// newProducers builds the producer-id allocator and tracker of a bridge
-// and logs the instance id in use.
+// newProducers builds the tracker of a bridge (its leaser of producer ids
+// is set by the Bridge, which owns the Iggy client) and logs its limits.
 func newProducers(cfg ProducerConfig, log zerolog.Logger) *producerState {
 	t := newProducerState(cfg.MaxTrackedProducers)
 	id, source := producerInstanceID(cfg.InstanceID)
 	t.alloc = newPIDAllocator(id, nil)
 	t.log = log
 	log.Info().Int32("instance_id", id).Str("instance_id_source", source).
-		Int("max_tracked_producers", t.maxProducers).Msg("producer ids")
+		Int("max_tracked_producers", t.maxProducers).Int("recovery_tail_messages", cfg.RecoveryTailMessages).
+		Msg("producer ids leased from iggy; idempotence state")
 	return t
 }
 

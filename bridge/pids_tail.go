@@ -51,7 +51,7 @@ func (t *producerState) needTail(pp *pidPartition, pid int64, baseSeq int32) boo
 	if pp.loaded || t.tail == nil {
 		return false
 	}
-	if !pp.reload && baseSeq == 0 && t.alloc.own(pid) {
+	if !pp.reload && baseSeq == 0 && t.own(pid) {
 		pp.loaded = true
 		return false
 	}

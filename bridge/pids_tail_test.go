@@ -32,10 +32,9 @@ func TestPIDMessageIDRoundTrip(t *testing.T) {
 			t.Fatalf("%+v: read back %d %d %d %v", c, pid, epoch, seq, ok)
 		}
 	}
-	// The random v4 ids of other records are never taken for one.
-	var d RecordDecoder
+	// Random v4 ids (those of other records) are never taken for one.
 	for range 1000 {
-		if _, _, _, ok := parsePIDMessageID(d.newID()); ok {
+		if _, _, _, ok := parsePIDMessageID(randomV4ID()); ok {
 			t.Fatal("a random id parsed as a producer id")
 		}
 	}
@@ -66,10 +65,9 @@ func tailIter(t *testing.T, ids ...wire.U128) *icodec.MessageIter {
 }
 
 func TestScanProducerTail(t *testing.T) {
-	var d RecordDecoder
 	ids := []wire.U128{
 		pidMessageID(7, 0, 0), pidMessageID(7, 0, 1), // epoch 0: superseded
-		d.newID(),
+		randomV4ID(),
 		pidMessageID(7, 1, 0), pidMessageID(7, 1, 1), // run 0-1 at 3
 		pidMessageID(8, 1, 2),                        // another producer
 		pidMessageID(7, 1, 2), pidMessageID(7, 1, 3), // run 2-3 at 6
@@ -88,7 +86,7 @@ func TestScanProducerTail(t *testing.T) {
 	// Only the last pidBatches runs are kept.
 	ids = ids[:0]
 	for s := int32(0); s < 20; s += 2 {
-		ids = append(ids, pidMessageID(7, 0, s), d.newID())
+		ids = append(ids, pidMessageID(7, 0, s), randomV4ID())
 	}
 	if tl := scanProducerTail(tailIter(t, ids...), 7); len(tl.runs) != pidBatches || tl.runs[pidBatches-1].first != 18 || tl.runs[0].first != 10 {
 		t.Fatalf("tail %+v", tl)
@@ -171,5 +169,47 @@ func TestAdmitOwnProducerSkipsTail(t *testing.T) {
 	admitOK(t, ps, old, 0, "t", 0, 0, 1, 4)
 	if reads != 1 {
 		t.Fatalf("%d tail reads, want 1", reads)
+	}
+}
+
+func TestPIDLeaser(t *testing.T) {
+	blocks := []int64{7, 9}
+	var fail error
+	l := newPIDLeaser(func(context.Context) (int64, error) {
+		if fail != nil {
+			return 0, fail
+		}
+		b := blocks[0]
+		blocks = blocks[1:]
+		return b, nil
+	})
+	ctx := context.Background()
+	id, err := l.id(ctx)
+	if err != nil || id != 7<<pidLeaseBits {
+		t.Fatalf("first id %d %v", id, err)
+	}
+	if !l.own(id) || !l.own(7<<pidLeaseBits|5) || l.own(8<<pidLeaseBits) {
+		t.Fatal("own")
+	}
+	// A block lasts 2^20 ids, then the next is leased.
+	l.next = 1<<pidLeaseBits - 1
+	if id, _ := l.id(ctx); id != 7<<pidLeaseBits|(1<<pidLeaseBits-1) {
+		t.Fatalf("last id of the block: %d", id)
+	}
+	if id, _ := l.id(ctx); id != 9<<pidLeaseBits {
+		t.Fatalf("first id of the next block: %d", id)
+	}
+	if !l.own(7<<pidLeaseBits) || !l.own(9<<pidLeaseBits|3) {
+		t.Fatal("own after a new block")
+	}
+	// A failed lease answers an error; a block too large for an id too.
+	l.next = 1 << pidLeaseBits
+	fail = errors.New("iggy down")
+	if _, err := l.id(ctx); err == nil {
+		t.Fatal("no error from a failed lease")
+	}
+	fail, blocks = nil, []int64{pidLeaseMaxBlock + 1}
+	if _, err := l.id(ctx); !errors.Is(err, errPIDLeaseExhausted) {
+		t.Fatalf("block beyond the id range: %v", err)
 	}
 }
