@@ -6,9 +6,9 @@ package bridge
 // partition) whose state this sidecar does not hold (after a restart, a
 // SIGKILL included; a producer id another sidecar handed out; state the
 // LRU forgot; or a write of this producer and partition that failed or
-// whose outcome is unknown), the sidecar first polls the partition's last
-// producer.recovery_tail_messages messages and rebuilds the producer's
-// state from them: its newest epoch and the last pidBatches runs of
+// whose outcome is unknown), the sidecar first reads back at most the
+// partition's last producer.recovery_tail_messages messages (producerTail)
+// and rebuilds the producer's state from them: its newest epoch and the last pidBatches runs of
 // consecutive sequences at consecutive offsets. Then the usual rules
 // apply (pids.go): a batch inside a run is a retry, answered with the
 // offset its first record got and not written again; the next sequence is
@@ -30,6 +30,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -93,42 +94,144 @@ func (t *producerState) load(ctx context.Context, p *pidProducer, pp *pidPartiti
 	return 0
 }
 
-// producerTail is the Bridge's pidTailReader: it polls the last n
-// messages of the partition (0 turns reading back off: nil).
+// A read-back's first poll asks for pidTailChunk messages (32 records of
+// Kafka's default 1 MiB max.message.bytes stay under Iggy's 64 MiB frame);
+// each next one for as many as pidTailChunkBytes of messages of the sizes
+// seen so far would take, at most pidTailChunkMax.
+const (
+	pidTailChunk      = 32
+	pidTailChunkMax   = 1024
+	pidTailChunkBytes = 16 << 20
+)
+
+// producerTail is the Bridge's pidTailReader. It reads the partition's
+// last n messages backwards, pidTailChunk at a time, and stops early once
+// the chunks read hold pidBatches complete runs of pid (a retry is never
+// of an older batch than those, as on a broker); then it scans them in
+// offset order. 0 turns reading back off (nil).
 func (b *Bridge) producerTail(n int) pidTailReader {
 	if n <= 0 {
 		return nil
 	}
 	return func(ctx context.Context, topic string, partition int32, pid int64) (pidTail, error) {
-		pl, err := pollIggy(ctx, b, b.topics.ref(topic), partition, icodec.PollingKindLast, 0, uint32(n))
-		if err != nil {
-			return pidTail{}, err
+		ref := b.topics.ref(topic)
+		var chunks []*iggy.Polled // newest first
+		defer func() {
+			for _, pl := range chunks {
+				pl.Release()
+			}
+		}()
+		lo, scanned, runs, size, chunk := int64(-1), 0, 0, 0, pidTailChunk
+		var newer tailMsg // the first message of the chunk read before (newer)
+		for scanned < n && lo != 0 && runs < pidBatches {
+			var pl *iggy.Polled
+			var err error
+			count := min(chunk, n-scanned)
+			if lo < 0 {
+				pl, err = pollIggy(ctx, b, ref, partition, icodec.PollingKindLast, 0, uint32(count))
+			} else {
+				from := max(0, lo-int64(count))
+				pl, err = pollIggy(ctx, b, ref, partition, icodec.PollingKindOffset, uint64(from), uint32(lo-from))
+			}
+			if err != nil {
+				return pidTail{}, err
+			}
+			first, starts, msgs := runStarts(pl, pid, &newer)
+			if msgs == 0 {
+				pl.Release()
+				break
+			}
+			chunks = append(chunks, pl)
+			scanned += msgs
+			size += len(pl.Batches)
+			chunk = max(1, min(pidTailChunkMax, pidTailChunkBytes/max(1, size/scanned)))
+			runs += starts
+			lo = first
 		}
-		defer pl.Release()
-		it := pl.Messages()
-		return scanProducerTail(&it, pid), nil
+		var sc pidTailScan
+		for i := len(chunks) - 1; i >= 0; i-- {
+			it := chunks[i].Messages()
+			sc.feed(&it, pid)
+		}
+		return sc.tail, nil
 	}
+}
+
+// tailMsg is what runStarts keeps of a message.
+type tailMsg struct {
+	set  bool
+	mine bool // pid's
+	seq  int32
+	off  int64
+}
+
+// follows reports whether m continues the run of p (both pid's).
+func (m tailMsg) follows(p tailMsg) bool {
+	return m.mine && p.mine && p.seq != math.MaxInt32 && m.seq == p.seq+1 && m.off == p.off+1
+}
+
+// runStarts walks a polled chunk (older than the one whose first message
+// is newer) and counts the messages of pid that start a run, now that
+// their predecessor is known: those of the chunk after its first, and
+// newer's first. It returns the chunk's first offset, that count and the
+// number of messages, and leaves the chunk's first message in newer.
+func runStarts(pl *iggy.Polled, pid int64, newer *tailMsg) (first int64, starts, n int) {
+	var prev, head tailMsg
+	it := pl.Messages()
+	for it.Next() {
+		m := it.Message()
+		id, _, seq, ok := parsePIDMessageID(m.ID)
+		cur := tailMsg{set: true, mine: ok && id == pid, seq: seq, off: int64(m.Offset)}
+		if n == 0 {
+			head = cur
+		} else if cur.mine && !cur.follows(prev) {
+			starts++
+		}
+		prev = cur
+		n++
+	}
+	if n == 0 {
+		return 0, 0, 0
+	}
+	if newer.set && newer.mine && !newer.follows(prev) {
+		starts++
+	}
+	*newer = head
+	return head.off, starts, n
 }
 
 // scanProducerTail collects pid's newest epoch and its last runs from
 // messages in offset order.
 func scanProducerTail(it *icodec.MessageIter, pid int64) pidTail {
-	var tl pidTail
-	var lastOff int64 // offset of the last message of the newest run
+	var sc pidTailScan
+	sc.feed(it, pid)
+	return sc.tail
+}
+
+// pidTailScan collects a producer's newest epoch and last runs from
+// messages fed in offset order.
+type pidTailScan struct {
+	tail    pidTail
+	lastOff int64 // offset of the last message of the newest run
+}
+
+// feed scans it's messages.
+func (sc *pidTailScan) feed(it *icodec.MessageIter, pid int64) {
+	tl := &sc.tail
 	for it.Next() {
 		m := it.Message()
+		off := int64(m.Offset)
 		id, epoch, seq, ok := parsePIDMessageID(m.ID)
 		if !ok || id != pid {
 			continue
 		}
-		off := int64(m.Offset)
 		if !tl.found || epoch != tl.epoch {
 			tl.found, tl.epoch, tl.runs = true, epoch, tl.runs[:0]
 		}
 		if n := len(tl.runs); n > 0 {
 			r := &tl.runs[n-1]
-			if r.last != math.MaxInt32 && seq == r.last+1 && off == lastOff+1 {
-				r.last, lastOff = seq, off
+			if r.last != math.MaxInt32 && seq == r.last+1 && off == sc.lastOff+1 {
+				r.last, sc.lastOff = seq, off
 				continue
 			}
 		}
@@ -137,7 +240,6 @@ func scanProducerTail(it *icodec.MessageIter, pid int64) pidTail {
 			tl.runs = tl.runs[:pidBatches-1]
 		}
 		tl.runs = append(tl.runs, pidBatch{first: seq, last: seq, base: off, run: true})
-		lastOff = off
+		sc.lastOff = off
 	}
-	return tl
 }

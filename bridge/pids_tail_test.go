@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"math"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
@@ -211,5 +213,48 @@ func TestPIDLeaser(t *testing.T) {
 	fail, blocks = nil, []int64{pidLeaseMaxBlock + 1}
 	if _, err := l.id(ctx); !errors.Is(err, errPIDLeaseExhausted) {
 		t.Fatalf("block beyond the id range: %v", err)
+	}
+}
+
+// polledOf is a polled chunk of messages with ids at offsets from base.
+func polledOf(t *testing.T, base uint64, ids ...wire.U128) *iggy.Polled {
+	t.Helper()
+	var b icodec.BatchBuilder
+	for _, id := range ids {
+		if err := b.Add(id, 1, []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint64(out[icodec.BatchHeaderBaseOffsetOffset:], base)
+	return &iggy.Polled{Batches: out}
+}
+
+func TestRunStarts(t *testing.T) {
+	o := randomV4ID()
+	// Newer chunk (offsets 4-7): pid's seq 4 continues seq 3 at offset 3
+	// only if the older chunk ends so.
+	newerChunk := polledOf(t, 4, pidMessageID(7, 0, 4), o, pidMessageID(7, 0, 5), pidMessageID(7, 0, 6))
+	var newer tailMsg
+	first, starts, n := runStarts(newerChunk, 7, &newer)
+	// Seq 5 at 6 starts a run (its predecessor is another producer's); seq
+	// 6 continues it; seq 4 at 4 waits for the older chunk.
+	if first != 4 || starts != 1 || n != 4 {
+		t.Fatalf("newer chunk: first %d starts %d n %d", first, starts, n)
+	}
+	older := polledOf(t, 0, o, pidMessageID(7, 0, 1), pidMessageID(7, 0, 2), pidMessageID(7, 0, 3))
+	first, starts, n = runStarts(older, 7, &newer)
+	// Seq 1 at 1 starts a run; seq 4 at 4 continues seq 3 at 3: no start.
+	if first != 0 || starts != 1 || n != 4 {
+		t.Fatalf("older chunk: first %d starts %d n %d", first, starts, n)
+	}
+	gapped := polledOf(t, 0, o, pidMessageID(7, 0, 1), pidMessageID(7, 0, 2), o)
+	newer = tailMsg{}
+	runStarts(newerChunk, 7, &newer)
+	if _, starts, _ := runStarts(gapped, 7, &newer); starts != 2 {
+		t.Fatalf("older chunk ending with another producer: starts %d, want 2", starts)
 	}
 }
