@@ -44,9 +44,13 @@ var errPIDLeaseExhausted = errors.New("bridge: producer id blocks exhausted")
 type pidLeaser struct {
 	take func(ctx context.Context) (block int64, err error) // a new block, never handed out before
 
-	mu    sync.Mutex
-	block int64 // current block; 0 = none yet
-	next  int64 // next counter in it
+	mu    sync.Mutex // held across a lease: InitProducerIds queue behind it
+	block int64      // current block; 0 = none yet
+	next  int64      // next counter in it
+
+	// ownMu guards owned alone, so that own (called by Produce under the
+	// tracker's lock) never waits for a lease in progress.
+	ownMu sync.Mutex
 	owned map[int64]struct{}
 }
 
@@ -67,7 +71,9 @@ func (l *pidLeaser) id(ctx context.Context) (int64, error) {
 			return -1, errPIDLeaseExhausted
 		}
 		l.block, l.next = b, 0
+		l.ownMu.Lock()
 		l.owned[b] = struct{}{}
+		l.ownMu.Unlock()
 	}
 	id := l.block<<pidLeaseBits | l.next
 	l.next++
@@ -76,8 +82,8 @@ func (l *pidLeaser) id(ctx context.Context) (int64, error) {
 
 // own reports whether pid comes from a block this process leased.
 func (l *pidLeaser) own(pid int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.ownMu.Lock()
+	defer l.ownMu.Unlock()
 	_, ok := l.owned[pid>>pidLeaseBits]
 	return ok
 }
