@@ -7,6 +7,7 @@ package bridge_test
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"strconv"
 	"sync"
@@ -158,7 +159,8 @@ func TestUnknownOutcomeIdempotentProducer(t *testing.T) {
 	cl := s.kgoClient(t, kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(512),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.AllowAutoTopicCreation(),
 		kgo.MetadataMinAge(10*time.Millisecond)) // retries wait for a metadata refresh
-	ctx := offCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	const n, every = 1000, 100
 	var failed atomic.Int64
 	// The first record first: the producer id is leased before replies
