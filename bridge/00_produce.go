@@ -47,9 +47,10 @@ package bridge
 //   - Iggy failures map through kafkaCode (errors.go): retriable ones to
 //     NOT_LEADER_OR_FOLLOWER, deadlines to REQUEST_TIMED_OUT, oversized
 //     messages to MESSAGE_TOO_LARGE. A write whose outcome is unknown is
-//     reported as a retriable failure: the client retries and Iggy may hold
-//     the records twice (at-least-once, as a Kafka producer without
-//     idempotence).
+//     reported as a retriable failure: the client retries; for an
+//     idempotent producer the retry is checked against what Iggy holds
+//     first (pids_tail.go), otherwise Iggy may hold the records twice
+//     (at-least-once, as a Kafka producer without idempotence).
 //   - Every successful write wakes the fetches waiting on the partition.
 //   - LogAppendTime is -1 for CreateTime topics. A topic whose
 //     message.timestamp.type is LogAppendTime (topicconfig/held.go) gets the
@@ -57,13 +58,17 @@ package bridge
 //     append time (ms) as its timestamp, in place of the producer's, and
 //     LogAppendTime answers it. LogStartOffset is -1 (not
 //     looked up on the write path; clients read it only on
-//     UNKNOWN_PRODUCER_ID, which this file never answers).
+//     UNKNOWN_PRODUCER_ID, where -1 makes them start over with a new
+//     producer id or epoch).
 //   - Idempotent batches (v3+, producer id set) go through pids.go first:
 //     a retried batch (same producer, epoch and sequence as one of the last
 //     5 confirmed) gets its original base offset and is not written again;
 //     a sequence gap answers OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch
 //     INVALID_PRODUCER_EPOCH; one batch per producer and partition is
-//     written at a time, so Iggy receives them in sequence order.
+//     written at a time, so Iggy receives them in sequence order. Each
+//     message of such a batch gets a message id naming its producer id,
+//     epoch and sequence (pids_id.go), from which the state is read back
+//     after a restart (pids_tail.go).
 //
 // Version notes:
 //   - v0-v2 accept any number of batches of any magic (Kafka does not check
@@ -285,6 +290,11 @@ func (p *producer) mapRecords(d *records.Decoder, version int16, raw []byte, bud
 	}
 	for d.Next() {
 		m := d.Message()
+		if bs := d.Batches(); version >= 3 && len(bs) == 1 && bs[0].Idempotent() {
+			// Producer state carried in Iggy (pids_id.go).
+			bi := &bs[0]
+			m.ID = pidMessageID(bi.ProducerID, bi.ProducerEpoch, seqAdd(bi.BaseSequence, msgs.Len()-bi.FirstIndex))
+		}
 		if err := msgs.Add(m.ID, m.OriginTimestamp, m.Payload, m.Headers); err != nil {
 			msgs.Release()
 			if errors.Is(err, iggy.ErrMessageTooLarge) {

@@ -3,12 +3,15 @@ package bridge
 // InitProducerID: v0-v5
 //
 // Behavior (KAFKA-ON-IGGY §4):
-//   - No transactional id (null): a new producer id from this instance's
-//     allocator (pids.go: instance id in the high bits, a clock-seeded
-//     counter below), epoch 0, error 0. As on a broker, a request without
-//     a transactional id always gets a new id, whatever ProducerID and
-//     ProducerEpoch (v3+) it carries: idempotent producers bump their epoch
-//     themselves (KIP-360) and call InitProducerId only to start over.
+//   - No transactional id (null): a new producer id, epoch 0, error 0,
+//     from a block of 2^20 ids leased from Iggy (pids_lease.go), unique
+//     across restarts and sidecars. When no block can be leased (Iggy
+//     unreachable): COORDINATOR_LOAD_IN_PROGRESS (14), producer id -1, as
+//     Kafka answers while it has no block (KIP-730); clients retry. As on
+//     a broker, a request without a transactional id always gets a new id,
+//     whatever ProducerID and ProducerEpoch (v3+) it carries: idempotent
+//     producers bump their epoch themselves (KIP-360) and call
+//     InitProducerId only to start over.
 //   - Any transactional id (including an empty one): UNSUPPORTED_VERSION
 //     (35), producer id -1, epoch -1. The gateway has no transactions;
 //     FindCoordinator refuses transaction keys the same way.
@@ -17,7 +20,9 @@ package bridge
 // Version notes: v1 throttle switch; v2 flexible; v3 ProducerID and
 // ProducerEpoch in the request (KIP-360); v4 and v5 no wire change.
 //
-// Iggy commands: none.
+// Iggy commands: once per 2^20 ids (and once per process), GET_TOPIC and
+// SEND_MESSAGES on __kafka_iggy/producer_ids (CREATE_STREAM and
+// CREATE_TOPIC the first time).
 
 import (
 	"context"
@@ -32,7 +37,7 @@ func (b *Bridge) initProducerIDAPI() API {
 
 func init() { registerAPI((*Bridge).initProducerIDAPI) }
 
-func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleInitProducerID(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if req.TransactionalID != nil {
@@ -42,7 +47,17 @@ func (b *Bridge) handleInitProducerID(_ context.Context, rq *Request) (kmsg.Resp
 			Msg("init producer id: transactional id refused")
 		return resp, nil
 	}
-	resp.ProducerID = b.pids.alloc.next()
+	id, err := b.pids.newID(ctx)
+	if err != nil {
+		// Kafka's answer when no producer id block is available yet
+		// (KIP-730): clients retry.
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		b.log.Warn().Err(err).Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).
+			Msg("init producer id: leasing a producer id block from iggy failed")
+		return resp, nil
+	}
+	resp.ProducerID = id
 	resp.ProducerEpoch = 0
 	return resp, nil
 }

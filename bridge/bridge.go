@@ -119,6 +119,8 @@ func New(o Options) (*Bridge, error) {
 		b.groups = o.Groups(local)
 	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
+	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)
+	b.pids.ids = newPIDLeaser(b.takePIDBlock)
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {
 		return nil, err

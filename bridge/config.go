@@ -71,13 +71,21 @@ type OffsetsConfig struct {
 
 // ProducerConfig tunes producer ids.
 type ProducerConfig struct {
-	// InstanceID forms the high bits of every producer id this instance
-	// hands out, so two sidecars never hand out the same id; 0..65535.
-	// -1 derives it from the pod name (HOSTNAME). Default -1.
+	// InstanceID is no longer part of producer ids: they come from blocks
+	// leased from Iggy, unique across restarts and sidecars (KAFKA-ON-IGGY
+	// §4). Kept so configurations that set it still load; 0..65535, -1
+	// derives it from the pod name (HOSTNAME); logged at start. Default -1.
 	InstanceID int32 `koanf:"instance_id"`
 	// MaxTrackedProducers bounds the memory of idempotence state: the least
 	// recently used producers are forgotten first. Default 10000.
 	MaxTrackedProducers int `koanf:"max_tracked_producers"`
+	// RecoveryTailMessages is how many of a partition's last messages are
+	// read to rebuild an idempotent producer's state the sidecar does not
+	// hold (after a restart, or a write whose outcome is unknown); a
+	// producer whose last write is further back answers
+	// UNKNOWN_PRODUCER_ID. 0 keeps producer state in memory only. Default
+	// 4096.
+	RecoveryTailMessages int `koanf:"recovery_tail_messages"`
 }
 
 // FetchConfig tunes long polling.
@@ -122,7 +130,7 @@ func DefaultConfig() Config {
 		},
 		Groups:   groups.DefaultConfig(),
 		Offsets:  OffsetsConfig{Mode: "auto"},
-		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
+		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
 	}
 }
@@ -169,6 +177,9 @@ func (c Config) Validate() error {
 	}
 	if c.Producer.MaxTrackedProducers < 1 {
 		bad("producer.max_tracked_producers", "must be at least 1")
+	}
+	if c.Producer.RecoveryTailMessages < 0 || c.Producer.RecoveryTailMessages > 1<<20 {
+		bad("producer.recovery_tail_messages", "must be 0 (off) .. 1048576, got %d", c.Producer.RecoveryTailMessages)
 	}
 	if c.Fetch.RepollInterval <= 0 {
 		bad("fetch.repoll_interval", "must be positive")

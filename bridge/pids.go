@@ -5,12 +5,12 @@ package bridge
 // per-(producer, partition) sequence tracker that Produce consults before it
 // writes an idempotent batch.
 //
-// Producer ids: instance id (16 bits, producer.instance_id or a hash of the
-// pod name) in bits 47-62, a 47-bit counter below. The counter starts at the
-// milliseconds since 2024-01-01 and never runs behind that clock, so a
-// restarted instance (same instance id) does not hand out an id it gave
-// before as long as it allocated less than one id per millisecond on
-// average; ids stay positive (bit 63 is never set).
+// Producer ids come from blocks leased from Iggy (pids_lease.go), unique
+// across restarts and sidecars. A tracker without a leaser (unit tests)
+// uses pidAllocator: instance id (16 bits, producer.instance_id or a hash
+// of the pod name) in bits 47-62, a 47-bit counter below that starts at the
+// milliseconds since 2024-01-01 and never runs behind that clock; ids stay
+// positive (bit 63 is never set).
 //
 // Sequence tracking follows the broker's ProducerStateManager, per
 // (producer id, Kafka topic, partition):
@@ -27,11 +27,16 @@ package bridge
 //     (47); a higher epoch (the producer bumped it, KIP-360) starts over and
 //     must begin at sequence 0, unless nothing of the old epoch was
 //     confirmed;
-//   - a producer or partition without state (first batch, after a restart
-//     of the sidecar, or forgotten by the LRU) is accepted with whatever
-//     sequence it brings, as new state (§4): Kafka would answer
-//     UNKNOWN_PRODUCER_ID, which makes clients reset their sequences for
-//     nothing.
+//   - a producer or partition without state (after a restart of the
+//     sidecar, an id another sidecar handed out, or forgotten by the LRU)
+//     is first read back from the partition's tail in Iggy, where every
+//     message of an idempotent batch carries its producer id, epoch and
+//     sequence in its message id (pids_id.go, pids_tail.go); a batch above
+//     sequence 0 of a producer the tail does not know either answers
+//     UNKNOWN_PRODUCER_ID (59). The read is skipped for sequence 0 of an id
+//     this process handed out. Without a tail reader (unit tests,
+//     producer.recovery_tail_messages 0) such a batch is accepted as new
+//     state.
 //
 // One batch per (producer, partition) is in flight at a time: a batch that
 // arrives while the previous one is still being written waits for that
@@ -51,9 +56,12 @@ package bridge
 // wait costs time only where Kafka would answer an error, and once per
 // producer and partition after a restart of the sidecar.
 //
-// A write whose outcome is unknown (session lost with the batch on the
-// wire) is forgotten like a failed one: its retry is written again, so that
-// one case stays at-least-once.
+// A write that failed or whose outcome is unknown (session lost with the
+// batch on the wire) makes the partition's state be read back from Iggy
+// before the next batch (its retry) is checked: a retry of a write that
+// landed is answered as a duplicate. A write still being applied by the
+// server when that read runs (the server saw the request, the reply was
+// lost, the read overtook it) is the one window left.
 //
 // Memory is bounded: at most producer.max_tracked_producers producers (the
 // least recently used one is forgotten first, never one with a write in
@@ -103,6 +111,8 @@ type pidAllocator struct {
 	instance int64
 	now      func() time.Time
 
+	start int64 // the counter's clock when this allocator was made
+
 	mu   sync.Mutex
 	last int64 // last counter value handed out
 }
@@ -111,15 +121,30 @@ func newPIDAllocator(instance int32, now func() time.Time) *pidAllocator {
 	if now == nil {
 		now = time.Now
 	}
-	return &pidAllocator{instance: int64(instance) & 0xffff, now: now, last: -1}
+	a := &pidAllocator{instance: int64(instance) & 0xffff, now: now, last: -1}
+	a.start = a.clock()
+	return a
+}
+
+// clock is the counter's clock: milliseconds since pidClockEpoch.
+func (a *pidAllocator) clock() int64 {
+	if ms := a.now().Sub(pidClockEpoch).Milliseconds(); ms > 0 {
+		return ms
+	}
+	return 0
+}
+
+// own reports whether pid was (or could have been) handed out by this
+// allocator since it was made: its instance id and a counter no older
+// than the allocator. A producer id handed out before a restart, or by
+// another instance, is not own.
+func (a *pidAllocator) own(pid int64) bool {
+	return pid>>pidCounterBits == a.instance && pid&pidCounterMask >= a.start
 }
 
 // next returns a new producer id (always >= 0).
 func (a *pidAllocator) next() int64 {
-	ms := a.now().Sub(pidClockEpoch).Milliseconds()
-	if ms < 0 {
-		ms = 0
-	}
+	ms := a.clock()
 	a.mu.Lock()
 	c := a.last + 1
 	if ms > c {
@@ -158,13 +183,19 @@ type dupResult struct {
 // producerState is the idempotence tracker. All methods are safe for
 // concurrent use.
 type producerState struct {
-	alloc *pidAllocator // producer ids for InitProducerId
+	ids   *pidLeaser    // producer ids for InitProducerId, leased from Iggy (pids_lease.go)
+	alloc *pidAllocator // without ids (unit tests): clock-seeded ids
 
 	maxProducers int
 	maxEntries   int
 	maxParts     int
 	gapWait      time.Duration // pidGapWait (tests shorten it)
 	waitHook     func()        // tests: called when an admit starts to wait
+
+	// tail reads a producer's state back from the partition's tail in
+	// Iggy (pids_tail.go); nil keeps state in memory only (unit tests).
+	tail pidTailReader
+	log  zerolog.Logger
 
 	mu      sync.Mutex
 	lru     list.List // of *pidProducer; front = most recently used
@@ -190,12 +221,20 @@ type pidPartition struct {
 	changed chan struct{} // closed at the next change; nil when nobody waits
 	ahead   []int32       // first sequences of the batches waiting without state
 	used    uint64
+	// loaded: the state was read back from Iggy's tail, or there was
+	// nothing to read (a new producer of this instance at sequence 0).
+	loaded  bool
+	reload  bool          // a write failed: read the tail whatever the batch
+	loading chan struct{} // closed when a tail read in progress ends
 }
 
-// pidBatch is one confirmed batch.
+// pidBatch is one confirmed batch, or for run, a run of consecutive
+// sequences at consecutive offsets read back from Iggy (batch bounds are
+// not kept there): any range inside it is a retry.
 type pidBatch struct {
 	first, last int32
 	base        int64
+	run         bool
 }
 
 // pidPending is a batch admitted and being written.
@@ -204,14 +243,16 @@ type pidPending struct {
 	done        chan struct{} // closed when the write finished
 }
 
-// newProducers builds the producer-id allocator and tracker of a bridge
-// and logs the instance id in use.
+// newProducers builds the tracker of a bridge (its leaser of producer ids
+// is set by the Bridge, which owns the Iggy client) and logs its limits.
 func newProducers(cfg ProducerConfig, log zerolog.Logger) *producerState {
 	t := newProducerState(cfg.MaxTrackedProducers)
 	id, source := producerInstanceID(cfg.InstanceID)
 	t.alloc = newPIDAllocator(id, nil)
+	t.log = log
 	log.Info().Int32("instance_id", id).Str("instance_id_source", source).
-		Int("max_tracked_producers", t.maxProducers).Msg("producer ids")
+		Int("max_tracked_producers", t.maxProducers).Int("recovery_tail_messages", cfg.RecoveryTailMessages).
+		Msg("producer ids leased from iggy; idempotence state")
 	return t
 }
 
@@ -269,9 +310,10 @@ const (
 // Exactly one of these comes back:
 //
 //   - code != 0: refuse the batch with this Kafka error code
-//     (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_RECORD
-//     for a malformed range, or NOT_LEADER_OR_FOLLOWER when ctx ended while
-//     waiting); write nothing.
+//     (OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH,
+//     UNKNOWN_PRODUCER_ID, INVALID_RECORD for a malformed range, or
+//     NOT_LEADER_OR_FOLLOWER when ctx ended while waiting or the tail read
+//     failed); write nothing.
 //   - dup != nil: a retry of a batch already written; answer dup.BaseOffset
 //     and write nothing.
 //   - otherwise: write the batch, then call done exactly once with the base
@@ -316,6 +358,15 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 		gap := false
 		if pe := pp.pending; pe != nil {
 			ch = pe.done
+		} else if pp.loading != nil {
+			ch = pp.loading
+		} else if t.needTail(pp, pid, baseSeq) {
+			if code := t.load(ctx, p, pp, pid, key); code != 0 {
+				t.mu.Unlock()
+				return nil, code, noopDone
+			}
+			t.mu.Unlock()
+			continue
 		} else if v, dup = pp.check(epoch, baseSeq, last); v == verdictAhead || v == verdictNewAhead {
 			if gapSince.IsZero() {
 				gapSince = time.Now()
@@ -366,7 +417,16 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 			t.evict(p)
 			t.mu.Unlock()
 			return nil, code, noopDone
-		case verdictNewEpoch, verdictNewAhead:
+		case verdictNewAhead:
+			if t.tail != nil {
+				// Iggy's tail does not know the producer either: Kafka's
+				// answer, never a silent new start (pids_tail.go).
+				t.evict(p)
+				t.mu.Unlock()
+				return nil, kerr.UnknownProducerID.Code, noopDone
+			}
+			pp.epoch, pp.n = epoch, 0
+		case verdictNewEpoch:
 			pp.epoch, pp.n = epoch, 0
 		}
 		pe := &pidPending{first: baseSeq, last: last, done: make(chan struct{})}
@@ -422,6 +482,13 @@ func (pp *pidPartition) check(epoch int16, first, last int32) (verdict, *dupResu
 		b := &pp.batches[(pp.head-i+pidBatches)%pidBatches]
 		if b.first == first && b.last == last {
 			return verdictDup, &dupResult{BaseOffset: b.base}
+		}
+		if b.run && first >= b.first && last <= b.last && first <= last {
+			base := b.base
+			if base >= 0 {
+				base += int64(first - b.first)
+			}
+			return verdictDup, &dupResult{BaseOffset: base}
 		}
 	}
 	prev := pp.batches[pp.head].last
@@ -489,6 +556,10 @@ func (t *producerState) finish(p *pidProducer, pp *pidPartition, pe *pidPending,
 			if pp.n < pidBatches {
 				pp.n++
 			}
+		} else if t.tail != nil {
+			// The write failed or its outcome is unknown: what Iggy holds
+			// decides, so the next batch (the retry) reads the tail first.
+			pp.n, pp.loaded, pp.reload = 0, false, true
 		}
 	}
 	close(pe.done)
@@ -529,7 +600,7 @@ func (t *producerState) evict(cur *pidProducer) {
 		var victim partKey
 		var oldest uint64 = math.MaxUint64
 		for k, pp := range cur.parts {
-			if pp.pending == nil && pp.used < oldest {
+			if pp.pending == nil && pp.loading == nil && pp.used < oldest {
 				victim, oldest = k, pp.used
 			}
 		}

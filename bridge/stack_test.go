@@ -41,6 +41,9 @@ type stackOpts struct {
 	// shared, when set, is the Iggy server of another stack: this stack is
 	// a second sidecar on it (no embedded server of its own).
 	shared *embedded.Server
+	// iggyVia, when set, returns the address the Iggy client dials in place
+	// of the server's (a fault proxy in front of it).
+	iggyVia func(server string) string
 	// metrics, when set, receives the bridge's measurements.
 	metrics bridge.Metrics
 	// budget is shared by the bridge and the front door (nil: the proxy's
@@ -79,6 +82,9 @@ func startStack(t testing.TB, mods ...func(*stackOpts)) *stack {
 	}
 
 	o.client.Address = srv.Addr().String()
+	if o.iggyVia != nil {
+		o.client.Address = o.iggyVia(o.client.Address)
+	}
 	var iopts []iggy.Option
 	if o.iggyMetrics != nil {
 		iopts = append(iopts, iggy.WithMetrics(o.iggyMetrics))

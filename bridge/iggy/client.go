@@ -66,6 +66,10 @@ type Client struct {
 	// (iggy.protocol auto).
 	announce  atomic.Uint32
 	autoProto bool
+	// nego is the turn of the one session logging in until a login
+	// settled the generation (negotiated); nil without auto (negotiate.go).
+	nego       chan struct{}
+	negotiated atomic.Bool
 }
 
 // wireProtocol returns the version the sessions announce and speak.
@@ -127,6 +131,7 @@ func New(cfg Config, log zerolog.Logger, opts ...Option) (*Client, error) {
 	p, auto, _ := cfg.protocol()
 	c.announce.Store(uint32(p))
 	c.autoProto = auto
+	c.initNegotiation()
 	c.meta.init()
 	if cfg.RoutePartitions {
 		c.router = &router{}

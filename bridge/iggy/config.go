@@ -73,9 +73,12 @@ type Config struct {
 	// Protocol is the Iggy binary protocol generation the sessions speak:
 	// "0.11" (Iggy server 0.9), "0.12" (Iggy server 0.10) or "auto", which
 	// logs in with the newest and, when the server evicts the login as
-	// incompatible, picks the generation its version window accepts (once
-	// per session connect). The chosen one is logged (iggy_protocol) and
-	// exported as upstream_protocol_info{protocol}. Default "auto".
+	// incompatible, picks the generation its version window accepts: once
+	// per server (the pool's sessions wait for the first login, and the
+	// generation is reused by later pools to the same address and by peer
+	// pools), again only when a login is refused for its protocol. The
+	// chosen one is logged (iggy_protocol) and exported as
+	// upstream_protocol_info{protocol}. Default "auto".
 	Protocol string `koanf:"protocol"`
 	// FollowLeader: after each login a session asks GET_CLUSTER_METADATA and,
 	// when the cluster lists more than one node and a healthy leader with a

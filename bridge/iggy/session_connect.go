@@ -106,14 +106,24 @@ func (s *session) leaderElsewhere(deadline time.Time) (string, bool) {
 
 // connectTo dials s.addr and logs in. With iggy.protocol auto a login
 // evicted as IncompatibleProtocol is tried once more, on a new connection,
-// with the generation the server's window accepts.
+// with the generation the server's window accepts; until a login of the
+// pool succeeded, sessions take turns (negotiate.go), so the server sees
+// one refused login, not one per session.
 func (s *session) connectTo(ctx context.Context, deadline time.Time) error {
+	release, err := s.c.awaitNegotiation(ctx) // negotiate.go
+	if err != nil {
+		return err
+	}
+	defer release()
 	for attempt := 0; ; attempt++ {
 		if err := s.dial(ctx); err != nil {
 			return err
 		}
 		from := s.c.wireProtocol() // what this login announces
 		err := s.login(deadline, from)
+		if err == nil {
+			s.c.settle(s.addr, from)
+		}
 		if err == nil || attempt > 0 || !s.c.autoProto {
 			return err
 		}

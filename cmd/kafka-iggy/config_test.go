@@ -262,7 +262,7 @@ func TestExampleConfigGolden(t *testing.T) {
 				MaxSize:               2147483647,
 			},
 			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
-			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
+			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
 		},
 		Iggy: iggy.Config{
