@@ -97,14 +97,26 @@ type SASLConfig struct {
 	// before any request other than ApiVersions. Default false.
 	Enabled bool `koanf:"enabled"`
 	// Mechanisms are the SASL mechanisms offered: "PLAIN", "SCRAM-SHA-256",
-	// "SCRAM-SHA-512". The SCRAM ones need mode static. Default ["PLAIN"].
+	// "SCRAM-SHA-512". The SCRAM ones need scram_file. Default ["PLAIN"].
 	Mechanisms []string `koanf:"mechanisms"`
-	// Mode says who checks credentials. "iggy": the PLAIN username and
-	// password are the principal's Iggy login; the sidecar keeps Iggy
-	// sessions per principal, so Iggy enforces each principal's
-	// permissions. "static": the credentials are checked against users and
-	// every client shares the sessions of iggy.username. Default "iggy".
+	// Mode says who checks PLAIN credentials. "iggy": the PLAIN user name
+	// and password must log in to Iggy (LOGIN_USER on a connection of its
+	// own, at every authentication, nothing cached). "static": they are
+	// checked against users. Either way the requests then run on the
+	// sessions of iggy.username. Default "iggy".
 	Mode string `koanf:"mode"`
+	// ScramFile is the SCRAM credential file (a mounted Secret): one line
+	// per user and mechanism, as `kafka-iggy scram` prints them. Read at
+	// start. Required when a SCRAM mechanism is offered. Default "".
+	ScramFile string `koanf:"scram_file"`
+	// SessionLifetime is the KIP-368 session lifetime: reported to clients
+	// in SaslAuthenticate v1+, and a connection that sends a request past
+	// it without re-authenticating is closed. 0 means none. Default 0s.
+	SessionLifetime time.Duration `koanf:"session_lifetime"`
+	// FailureDelay is how long a refused SaslAuthenticate waits before it
+	// is answered, slowing password guessing (Kafka's
+	// connection.failed.authentication.delay.ms). Default 100ms.
+	FailureDelay time.Duration `koanf:"failure_delay"`
 	// Users maps user name to password for mode static (secret: masked in
 	// check-config, never logged). From the environment,
 	// KAFKA_IGGY_SASL__USERS__<NAME> gives a lower-cased user name; use the
@@ -181,8 +193,9 @@ func DefaultConfig() Config {
 			Server: embedded.DefaultConfig(),
 		},
 		SASL: SASLConfig{
-			Mechanisms: []string{SASLPlain},
-			Mode:       SASLModeIggy,
+			Mechanisms:   []string{SASLPlain},
+			Mode:         SASLModeIggy,
+			FailureDelay: 100 * time.Millisecond,
 		},
 		TLS: TLSConfig{
 			ClientAuth: ClientAuthNone,
@@ -247,11 +260,8 @@ func (c Config) Validate() error {
 
 	c.SASL.validate(c.Proxy.Listener.Address, c.TLS.Enabled, bad)
 	c.TLS.validate(bad)
-	// The front door does not speak SASL or TLS yet: refuse to start rather
-	// than serve in the clear while the operator believes otherwise.
-	if c.SASL.Enabled {
-		bad("sasl.enabled", "SASL on the Kafka listener is not implemented yet; the settings are validated but cannot be enabled")
-	}
+	// The front door does not speak TLS yet: refuse to start rather than
+	// serve in the clear while the operator believes otherwise.
 	if c.TLS.Enabled {
 		bad("tls.enabled", "TLS on the Kafka listener is not implemented yet; the settings are validated but cannot be enabled")
 	}
@@ -327,8 +337,8 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 				bad("sasl.mechanisms", "PLAIN would carry passwords in clear text on %q; enable tls or bind listener.address to loopback", listen)
 			}
 		case SASLScramSHA256, SASLScramSHA512:
-			if s.Mode != SASLModeStatic {
-				bad("sasl.mechanisms", "%s needs sasl.mode static (Iggy logins need the clear-text password, which SCRAM never sends)", m)
+			if s.ScramFile == "" {
+				bad("sasl.scram_file", "required when %s is offered (SCRAM is checked in the sidecar against stored credentials)", m)
 			}
 		default:
 			bad("sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", m)
@@ -337,6 +347,12 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 			bad("sasl.mechanisms", "%s listed twice", m)
 		}
 		seen[m] = true
+	}
+	if s.SessionLifetime < 0 {
+		bad("sasl.session_lifetime", "%v is negative", s.SessionLifetime)
+	}
+	if s.FailureDelay < 0 || s.FailureDelay > time.Minute {
+		bad("sasl.failure_delay", "%v is not 0-1m", s.FailureDelay)
 	}
 	if s.Mode == SASLModeStatic {
 		if len(s.Users) == 0 {

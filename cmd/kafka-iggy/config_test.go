@@ -300,7 +300,7 @@ func TestExampleConfigGolden(t *testing.T) {
 				SDKDurabilityOptions: true,
 			},
 		},
-		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
+		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
 		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "json"},
