@@ -438,6 +438,21 @@ func TestBadConfigs(t *testing.T) {
 			},
 		},
 		{
+			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=change-me-to-32-random-bytes"},
+			want: map[string]string{"peers.secret": `a placeholder (contains "change-me")`},
+		},
+		{
+			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=only-31-bytes-long-0123456789ab"},
+			want: map[string]string{"peers.secret": "31 bytes; at least 32 required"},
+		},
+		{
+			args: []string{"--sasl.enabled", "--sasl.mechanisms=SCRAM-SHA-512", "--sasl.session_lifetime=-1s"},
+			want: map[string]string{
+				"sasl.scram_file":       "required when SCRAM-SHA-512 is offered",
+				"sasl.session_lifetime": "is negative",
+			},
+		},
+		{
 			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=PLAIN,GSSAPI"},
 			want: map[string]string{
 				"sasl.mechanisms": "PLAIN would carry passwords in clear text",
