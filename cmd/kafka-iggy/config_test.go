@@ -213,7 +213,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		"KAFKA_IGGY_PORT_9092_TCP_ADDR=10.0.0.1",
 		"HOSTNAME=app-7d9f-x2x4q",
 	}
-	args := []string{"--config", examplePath, "--iggy.pool_size=8", "--admin.pprof", "--producer.instance_id", "7"}
+	args := []string{"--config", examplePath, "--iggy.pool_size=8", "--admin.pprof", "--admin.address=127.0.0.1:9094", "--producer.instance_id", "7"}
 	got, err := loadConfig(args, environ)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +302,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		},
 		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
+		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "json"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
 		Peers:        cluster.DefaultPeersConfig(),
