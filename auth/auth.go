@@ -1,8 +1,9 @@
 // Package auth authenticates Kafka clients on the Kafka listener: the SASL
 // state machine of one connection (SaslHandshake, SaslAuthenticate, KIP-368
 // re-authentication) and the mechanisms PLAIN (checked by an Iggy login as
-// the user, or against a static list) and SCRAM-SHA-256/512 (terminated
-// here, from credentials stored as Kafka stores them).
+// the user, or against a static list), SCRAM-SHA-256/512 (terminated
+// here, from credentials stored as Kafka stores them) and OAUTHBEARER
+// (JWTs validated against a JWKS).
 //
 // The front door (package proxy) gives every connection a Session when
 // SASL is enabled, puts it in the connection's context (NewContext) and
@@ -74,6 +75,9 @@ type Config struct {
 	// Scram holds the SCRAM credentials; required when a SCRAM mechanism
 	// is offered.
 	Scram *ScramStore
+	// OAuth validates OAUTHBEARER tokens; required when OAUTHBEARER is
+	// offered.
+	OAuth *OAuth
 	// Metrics receives outcomes; nil means NopMetrics.
 	Metrics Metrics
 }
@@ -99,6 +103,10 @@ func New(cfg Config, log zerolog.Logger) (*Authenticator, error) {
 		case ScramSHA256, ScramSHA512:
 			if cfg.Scram == nil {
 				return nil, fmt.Errorf("auth: %s offered without a credential store", m)
+			}
+		case OAuthBearer:
+			if cfg.OAuth == nil {
+				return nil, errors.New("auth: OAUTHBEARER offered without a token validator")
 			}
 		default:
 			return nil, fmt.Errorf("auth: unknown mechanism %q", m)

@@ -152,9 +152,15 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 	var user string
 	var out []byte
 	var err error
+	var tokenExpiry time.Time
 	switch mech {
 	case Plain:
 		user, err = s.a.checkPlain(ctx, token)
+	case OAuthBearer:
+		var bearer string
+		if bearer, err = parseOAuthMessage(token); err == nil {
+			user, tokenExpiry, err = s.a.cfg.OAuth.validate(bearer, now)
+		}
 	default:
 		var done bool
 		out, user, done, err = s.scramStep(mech, token)
@@ -173,6 +179,11 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 	reauth := s.principal != ""
 	s.principal, s.st, s.scram = user, stAuthenticated, nil
 	lifetime := s.a.cfg.SessionLifetime
+	if !tokenExpiry.IsZero() && (lifetime == 0 || tokenExpiry.Sub(now) < lifetime) {
+		// A token's session ends with the token (KIP-368).
+		lifetime = max(tokenExpiry.Sub(now), time.Millisecond)
+	}
+	s.expires = time.Time{}
 	if lifetime > 0 {
 		s.expires = now.Add(lifetime)
 	}
@@ -200,7 +211,9 @@ func (s *Session) refuse(ctx context.Context, mech, user string, cause error) Re
 		}
 	}
 	msg := fmt.Sprintf("Authentication failed: invalid credentials with SASL mechanism %s", mech)
-	if !errors.Is(cause, ErrBadCredentials) && !errors.Is(cause, errScramProof) {
+	if errors.Is(cause, errBadToken) {
+		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
+	} else if !errors.Is(cause, ErrBadCredentials) && !errors.Is(cause, errScramProof) {
 		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
 	}
 	return Result{Code: kerr.SaslAuthenticationFailed.Code, Message: msg}

@@ -89,6 +89,7 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
 )
 
 // SASLConfig configures client authentication on the Kafka listener.
@@ -97,7 +98,8 @@ type SASLConfig struct {
 	// before any request other than ApiVersions. Default false.
 	Enabled bool `koanf:"enabled"`
 	// Mechanisms are the SASL mechanisms offered: "PLAIN", "SCRAM-SHA-256",
-	// "SCRAM-SHA-512". The SCRAM ones need scram_file. Default ["PLAIN"].
+	// "SCRAM-SHA-512", "OAUTHBEARER". The SCRAM ones need scram_file,
+	// OAUTHBEARER needs oauthbearer.jwks. Default ["PLAIN"].
 	Mechanisms []string `koanf:"mechanisms"`
 	// Mode says who checks PLAIN credentials. "iggy": the PLAIN user name
 	// and password must log in to Iggy (LOGIN_USER on a connection of its
@@ -117,11 +119,33 @@ type SASLConfig struct {
 	// is answered, slowing password guessing (Kafka's
 	// connection.failed.authentication.delay.ms). Default 100ms.
 	FailureDelay time.Duration `koanf:"failure_delay"`
+	// OAuthBearer validates OAUTHBEARER tokens.
+	OAuthBearer OAuthBearerConfig `koanf:"oauthbearer"`
 	// Users maps user name to password for mode static (secret: masked in
 	// check-config, never logged). From the environment,
 	// KAFKA_IGGY_SASL__USERS__<NAME> gives a lower-cased user name; use the
 	// file for mixed case. Default empty.
 	Users map[string]string `koanf:"users"`
+}
+
+// OAuthBearerConfig configures OAUTHBEARER: the client's token must be a
+// JWT signed by a key of the JWKS, unexpired, from the issuer and for the
+// audience; one claim is the principal.
+type OAuthBearerConfig struct {
+	// JWKS is the key set the tokens are signed with: a file (a mounted
+	// Secret or ConfigMap) or an http(s) URL, read once at start. RS256/384/512
+	// and ES256/384/512 keys. Required with OAUTHBEARER. Default "".
+	JWKS string `koanf:"jwks"`
+	// Issuer is the "iss" claim required; "" does not check it. Default "".
+	Issuer string `koanf:"issuer"`
+	// Audience must be among the "aud" claim's values; "" does not check
+	// it. Default "".
+	Audience string `koanf:"audience"`
+	// PrincipalClaim is the claim whose string value is the principal.
+	// Default "sub".
+	PrincipalClaim string `koanf:"principal_claim"`
+	// ClockSkew is the tolerance on the exp and nbf claims. Default 30s.
+	ClockSkew time.Duration `koanf:"clock_skew"`
 }
 
 // TLS client-certificate policies accepted by TLSConfig.ClientAuth.
@@ -196,6 +220,7 @@ func DefaultConfig() Config {
 			Mechanisms:   []string{SASLPlain},
 			Mode:         SASLModeIggy,
 			FailureDelay: 100 * time.Millisecond,
+			OAuthBearer:  OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second},
 		},
 		TLS: TLSConfig{
 			ClientAuth: ClientAuthNone,
@@ -327,7 +352,7 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 		return
 	}
 	if len(s.Mechanisms) == 0 {
-		bad("sasl.mechanisms", "empty; name at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
+		bad("sasl.mechanisms", "empty; name at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
 	}
 	seen := map[string]bool{}
 	for _, m := range s.Mechanisms {
@@ -340,8 +365,18 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 			if s.ScramFile == "" {
 				bad("sasl.scram_file", "required when %s is offered (SCRAM is checked in the sidecar against stored credentials)", m)
 			}
+		case SASLOAuthBearer:
+			if s.OAuthBearer.JWKS == "" {
+				bad("sasl.oauthbearer.jwks", "required when OAUTHBEARER is offered")
+			}
+			if s.OAuthBearer.PrincipalClaim == "" {
+				bad("sasl.oauthbearer.principal_claim", "empty")
+			}
+			if s.OAuthBearer.ClockSkew < 0 {
+				bad("sasl.oauthbearer.clock_skew", "%v is negative", s.OAuthBearer.ClockSkew)
+			}
 		default:
-			bad("sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", m)
+			bad("sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER", m)
 		}
 		if seen[m] {
 			bad("sasl.mechanisms", "%s listed twice", m)

@@ -300,7 +300,8 @@ func TestExampleConfigGolden(t *testing.T) {
 				SDKDurabilityOptions: true,
 			},
 		},
-		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond},
+		SASL: SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond,
+			OAuthBearer: OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
 		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "json"},
@@ -446,9 +447,10 @@ func TestBadConfigs(t *testing.T) {
 			want: map[string]string{"peers.secret": "31 bytes; at least 32 required"},
 		},
 		{
-			args: []string{"--sasl.enabled", "--sasl.mechanisms=SCRAM-SHA-512", "--sasl.session_lifetime=-1s"},
+			args: []string{"--sasl.enabled", "--sasl.mechanisms=SCRAM-SHA-512,OAUTHBEARER", "--sasl.session_lifetime=-1s"},
 			want: map[string]string{
 				"sasl.scram_file":       "required when SCRAM-SHA-512 is offered",
+				"sasl.oauthbearer.jwks": "required when OAUTHBEARER is offered",
 				"sasl.session_lifetime": "is negative",
 			},
 		},

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -35,6 +37,16 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 		}
 		ac.Scram = st
 		log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+	}
+	if o := cfg.SASL.OAuthBearer; slices.Contains(cfg.SASL.Mechanisms, SASLOAuthBearer) {
+		raw, err := auth.ReadJWKS(context.Background(), o.JWKS)
+		if err != nil {
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+		}
+		if ac.OAuth, err = auth.NewOAuth(auth.OAuthConfig{JWKS: raw, Issuer: o.Issuer, Audience: o.Audience,
+			PrincipalClaim: o.PrincipalClaim, ClockSkew: o.ClockSkew}); err != nil {
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+		}
 	}
 	a, err := auth.New(ac, log)
 	if err != nil {
