@@ -63,7 +63,7 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
-// WithAuth makes clients authenticate (SASL) with a before anything but
+// WithAuth makes clients authenticate (SASL, checked by a) before anything but
 // ApiVersions is served (see package auth). Default: no authentication.
 func WithAuth(a *auth.Authenticator) Option { return func(s *Server) { s.auth = a } }
 
