@@ -174,3 +174,41 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSASLReauthentication: with sasl.session_lifetime 2s, franz-go
+// re-authenticates on its own (KIP-368) and a client producing for 5s
+// keeps working with no connection closed for an expired session; the
+// sidecar counts re-authentications and no failure.
+func TestSASLReauthentication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_SASL__ENABLED=true",
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN", "KAFKA_IGGY_SASL__SESSION_LIFETIME=2s")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.SASL(plain.Auth{User: "iggy", Pass: "iggy"}.AsMechanism()),
+		kgo.DefaultProduceTopic("reauth"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	end := time.Now().Add(5 * time.Second)
+	n := 0
+	for tick := time.NewTicker(250 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("r")}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", n, err)
+		}
+		n++
+	}
+	m := metricsText(t, p)
+	if strings.Contains(m, "kafka_iggy_sasl_failures_total{") || strings.Contains(m, `sasl_authentications_total{mechanism="PLAIN"} 1`+"\n") {
+		t.Fatalf("after %d produces over 5s:\n%s", n, grepLines(m, "sasl"))
+	}
+	// A connection past its lifetime without re-authenticating would be
+	// closed at its next request, logged with close_reason authentication.
+	if log := p.logText(); strings.Contains(log, `"close_reason":"authentication"`) {
+		t.Fatalf("a session expired:\n%s", grepLines(log, "close_reason"))
+	}
+	t.Logf("%d produces; %s", n, grepLines(m, "sasl_authentications_total{"))
+}
