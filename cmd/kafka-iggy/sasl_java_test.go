@@ -53,9 +53,9 @@ func javaSasl(t *testing.T) func(bootstrap, mech, user, pass, topic string) stri
 }
 
 // TestSASLJavaClient: kafka-clients with SASL_PLAINTEXT, PLAIN (an Iggy
-// login) and SCRAM-SHA-512 (from a credential file), produces and consumes
-// with the right password and gets SaslAuthenticationException with a
-// wrong one.
+// login), SCRAM-SHA-512 (from a credential file) and OAUTHBEARER (a JWT
+// checked against a JWKS file), produces and consumes with the right
+// password or token and gets SaslAuthenticationException with a wrong one.
 func TestSASLJavaClient(t *testing.T) {
 	run := javaSasl(t)
 	var file, errb bytes.Buffer
@@ -66,14 +66,19 @@ func TestSASLJavaClient(t *testing.T) {
 	if err := os.WriteFile(path, file.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	jwks, token := testIssuer(t)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_SASL__ENABLED=true",
-		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+path,
-		"KAFKA_IGGY_EMBEDDED__ROOT_PASSWORD=root-secret-pw", "KAFKA_IGGY_IGGY__PASSWORD=root-secret-pw")
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "KAFKA_IGGY_SASL__SCRAM_FILE="+path,
+		"KAFKA_IGGY_EMBEDDED__ROOT_PASSWORD=root-secret-pw", "KAFKA_IGGY_IGGY__PASSWORD=root-secret-pw",
+		"KAFKA_IGGY_SASL__OAUTHBEARER__JWKS="+jwks, "KAFKA_IGGY_SASL__OAUTHBEARER__ISSUER=https://idp.test",
+		"KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka")
 	for _, c := range []struct{ mech, user, pass, topic, want string }{
 		{"PLAIN", "iggy", "root-secret-pw", "java-plain", "OK"},
 		{"SCRAM-SHA-512", "alice", "alice-secret", "java-scram", "OK"},
 		{"PLAIN", "iggy", "wrong-password", "java-plain-bad", "FAIL org.apache.kafka.common.errors.SaslAuthenticationException"},
 		{"SCRAM-SHA-512", "alice", "wrong-password", "java-scram-bad", "FAIL org.apache.kafka.common.errors.SaslAuthenticationException"},
+		{"OAUTHBEARER", "orders", token("https://idp.test"), "java-oauth", "OK"},
+		{"OAUTHBEARER", "orders", token("https://other.test"), "java-oauth-bad", "FAIL org.apache.kafka.common.errors.SaslAuthenticationException"},
 	} {
 		got := run(p.kafka, c.mech, c.user, c.pass, c.topic)
 		t.Logf("%s %s: %s", c.mech, c.user, got)
