@@ -366,6 +366,9 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 				bad("sasl.scram_file", "required when %s is offered (SCRAM is checked in the sidecar against stored credentials)", m)
 			}
 		case SASLOAuthBearer:
+			if host, _, err := net.SplitHostPort(listen); err == nil && !tlsOn && !isLoopback(host) {
+				bad("sasl.mechanisms", "OAUTHBEARER would carry bearer tokens in clear text on %q; enable tls or bind listener.address to loopback", listen)
+			}
 			if s.OAuthBearer.JWKS == "" {
 				bad("sasl.oauthbearer.jwks", "required when OAUTHBEARER is offered")
 			}

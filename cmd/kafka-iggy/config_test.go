@@ -455,6 +455,10 @@ func TestBadConfigs(t *testing.T) {
 			},
 		},
 		{
+			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=OAUTHBEARER", "--sasl.oauthbearer.jwks=/x"},
+			want: map[string]string{"sasl.mechanisms": "OAUTHBEARER would carry bearer tokens in clear text"},
+		},
+		{
 			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=PLAIN,GSSAPI"},
 			want: map[string]string{
 				"sasl.mechanisms": "PLAIN would carry passwords in clear text",
