@@ -238,6 +238,7 @@ func TestManifestSidecarMatchesChart(t *testing.T) {
 	chart := appDeployment(t, byKind(t, helmTemplate(t, nil)))
 	chartSide := fmtJSON(t, dig(chart, "spec", "template", "spec", "initContainers", 0))
 	chartSide = strings.ReplaceAll(chartSide, `"orders-app-kafka-iggy-login"`, `"kafka-iggy-iggy-login"`)
+	chartSide = strings.ReplaceAll(chartSide, `"orders-app-kafka-iggy-peer"`, `"kafka-iggy-peer"`)
 	staticSide := fmtJSON(t, dig(static, "spec", "template", "spec", "initContainers", 0))
 	if chartSide != staticSide {
 		t.Errorf("deploy/kubernetes/deployment.yaml's sidecar differs from the chart's (templates/_sidecar.tpl):\nchart:  %s\nstatic: %s", chartSide, staticSide)

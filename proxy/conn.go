@@ -9,6 +9,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
@@ -40,6 +41,7 @@ type conn struct {
 	remote string
 	ctx    context.Context // cancelled when the connection closes
 	cancel context.CancelFunc
+	sasl   *auth.Session // nil: the listener does not authenticate
 
 	// loop
 	nextSeq  uint64

@@ -8,6 +8,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/auth"
 )
 
 // handler is the Server as a gnet event handler; its methods are not part
@@ -37,6 +39,10 @@ func (h *handler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs.touch(now)
 	cs.ctx, cs.cancel = context.WithCancel(s.baseCtx)
+	if s.auth != nil {
+		cs.sasl = s.auth.NewSession(cs.remote)
+		cs.ctx = auth.NewContext(cs.ctx, cs.sasl)
+	}
 	c.SetContext(cs)
 	s.metrics.ConnOpened()
 	n := s.nconns.Add(1)

@@ -35,6 +35,10 @@ const (
 	CloseIdleTimeout
 	// CloseShutdown: the server is shutting down.
 	CloseShutdown
+	// CloseAuthentication: a request the connection's SASL state does not
+	// admit (before authentication, after a failed one, past the session
+	// lifetime).
+	CloseAuthentication
 	// CloseInternal: an internal invariant failed (a bug; logged at error).
 	CloseInternal
 	// ClosePanic: decoding the request, its handler or encoding its
@@ -58,6 +62,7 @@ var closeReasonNames = [numCloseReasons]string{
 	CloseInboundOverflow:    "inbound_overflow",
 	CloseIdleTimeout:        "idle_timeout",
 	CloseShutdown:           "shutdown",
+	CloseAuthentication:     "authentication",
 	CloseInternal:           "internal_error",
 	ClosePanic:              "panic",
 }
@@ -74,7 +79,7 @@ func (r CloseReason) String() string {
 // warn level (the others are routine and logged at debug or info).
 func (r CloseReason) isProtocolError() bool {
 	switch r {
-	case CloseFrameTooLarge, CloseBadHeader, CloseUnsupportedAPI, CloseDecodeError, CloseInboundOverflow:
+	case CloseFrameTooLarge, CloseBadHeader, CloseUnsupportedAPI, CloseDecodeError, CloseInboundOverflow, CloseAuthentication:
 		return true
 	}
 	return false

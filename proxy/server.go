@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 	"golang.org/x/sys/unix"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 )
@@ -62,6 +63,10 @@ func WithMetrics(m Metrics) Option {
 	}
 }
 
+// WithAuth makes clients authenticate (SASL, checked by a) before anything but
+// ApiVersions is served (see package auth). Default: no authentication.
+func WithAuth(a *auth.Authenticator) Option { return func(s *Server) { s.auth = a } }
+
 // WithBudget sets the process's memory budget the front door draws from
 // (shared with the bridge's fetches). Default: one of
 // limits.memory_bytes (derived as Config.Resolved says when 0).
@@ -89,7 +94,8 @@ type Server struct {
 	log     zerolog.Logger
 	gnetLog gnetLogger
 	metrics Metrics
-	budget  *budget.Budget // limits.memory_bytes: frames, produce copies, unsent replies
+	budget  *budget.Budget      // limits.memory_bytes: frames, produce copies, unsent replies
+	auth    *auth.Authenticator // nil: no SASL
 	// newRequest makes the empty request a frame decodes into
 	// (kmsg.RequestForKey; tests inject faults through it).
 	newRequest func(key int16) kmsg.Request

@@ -50,6 +50,14 @@ func (s *Server) serveOne(j *job) {
 		cs.complete(seq, reply{})
 		return
 	}
+	if cs.sasl != nil { // before authentication only ApiVersions and SASL, unanswered otherwise
+		if err := cs.sasl.Gate(rq.Key, time.Now()); err != nil {
+			cs.closeWith(reqClose(CloseAuthentication, rq.Key, rq.Version, rq.CorrID, err))
+			s.putJob(j)
+			cs.complete(seq, reply{})
+			return
+		}
+	}
 	if err := s.decode(cs, rq, j.frame.B[j.bodyOff:]); err != nil {
 		s.metrics.Request(rq.Key, rq.Version, time.Since(rq.Received), OutcomeDecodeError)
 		cs.closeWith(reqClose(closeReasonOf(err, CloseDecodeError), rq.Key, rq.Version, rq.CorrID, err))

@@ -39,7 +39,8 @@ type PeersConfig struct {
 	// Secret is the shared secret every sidecar of the domain proves it
 	// knows (HMAC challenge; never sent). Give it through the environment
 	// (KAFKA_IGGY_PEERS__SECRET from a Kubernetes Secret) or use
-	// peers.secret_file. At least 16 bytes. Default "".
+	// peers.secret_file. At least 32 bytes, and not a placeholder
+	// ("change-me..."): the sidecar refuses to start otherwise. Default "".
 	Secret string `koanf:"secret"`
 	// SecretFile is a file holding the shared secret (a mounted Kubernetes
 	// Secret); surrounding white space is ignored. Default "".
@@ -120,10 +121,32 @@ func (c PeersConfig) LoadSecret() ([]byte, error) {
 		}
 		s = strings.TrimSpace(string(raw))
 	}
-	if len(s) < 16 {
-		return nil, errors.New("peers.secret: at least 16 bytes required (or peers.secret_file)")
+	if err := CheckSecret(s); err != nil {
+		if c.SecretFile != "" {
+			return nil, fmt.Errorf("peers.secret_file: %s: %w", c.SecretFile, err)
+		}
+		return nil, fmt.Errorf("peers.secret: %w", err)
 	}
 	return []byte(s), nil
+}
+
+// MinSecretBytes is the shortest peer secret accepted.
+const MinSecretBytes = 32
+
+// CheckSecret refuses a peer secret shorter than MinSecretBytes or one
+// that is a placeholder (contains "change-me", "changeme" or
+// "placeholder", as the values shipped in examples do).
+func CheckSecret(s string) error {
+	low := strings.ToLower(s)
+	for _, p := range []string{"change-me", "changeme", "change_me", "placeholder"} {
+		if strings.Contains(low, p) {
+			return fmt.Errorf("a placeholder (contains %q): generate one, e.g. head -c 32 /dev/urandom | base64", p)
+		}
+	}
+	if len(s) < MinSecretBytes {
+		return fmt.Errorf("%d bytes; at least %d required (e.g. head -c 32 /dev/urandom | base64)", len(s), MinSecretBytes)
+	}
+	return nil
 }
 
 // Advertised returns the host:port other sidecars dial.
@@ -157,8 +180,14 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	if _, _, err := net.SplitHostPort(p.Address); err != nil {
 		bad("peers.address", "%v", err)
 	}
-	if p.SecretFile == "" && len(p.Secret) < 16 {
-		bad("peers.secret", "at least 16 bytes required when peers.address is set (or set peers.secret_file)")
+	if p.SecretFile == "" {
+		if p.Secret == "" {
+			bad("peers.secret", "required when peers.address is set (or set peers.secret_file)")
+		} else if err := CheckSecret(p.Secret); err != nil {
+			bad("peers.secret", "%v", err)
+		}
+	} else if _, err := p.LoadSecret(); err != nil {
+		errs = append(errs, err)
 	}
 	if p.DialTimeout <= 0 {
 		bad("peers.dial_timeout", "must be positive")

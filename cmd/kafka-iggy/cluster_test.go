@@ -26,7 +26,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 )
 
-const clusterSecret = "test-peer-secret-0123456789"
+const clusterSecret = "test-peer-secret-0123456789abcdefghij"
 
 // freeAddr returns a loopback address with a port free right now.
 func freeAddr(t *testing.T) string {
@@ -668,7 +668,7 @@ func TestPeerWithWrongSecretRefused(t *testing.T) {
 	iggyAddr := freeAddr(t)
 	startIggyProc(t, iggyAddr, t.TempDir())
 	good := startClusterSidecar(t, iggyAddr)
-	bad := startClusterSidecar(t, iggyAddr, "KAFKA_IGGY_PEERS__SECRET=not-the-domain-secret-000")
+	bad := startClusterSidecar(t, iggyAddr, "KAFKA_IGGY_PEERS__SECRET=not-the-domain-secret-0123456789abcdef")
 	ps := []*sidecarProc{good, bad}
 	// A group whose shard the good sidecar serves.
 	var group string

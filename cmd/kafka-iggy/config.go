@@ -89,6 +89,7 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
 )
 
 // SASLConfig configures client authentication on the Kafka listener.
@@ -97,19 +98,54 @@ type SASLConfig struct {
 	// before any request other than ApiVersions. Default false.
 	Enabled bool `koanf:"enabled"`
 	// Mechanisms are the SASL mechanisms offered: "PLAIN", "SCRAM-SHA-256",
-	// "SCRAM-SHA-512". The SCRAM ones need mode static. Default ["PLAIN"].
+	// "SCRAM-SHA-512", "OAUTHBEARER". The SCRAM ones need scram_file,
+	// OAUTHBEARER needs oauthbearer.jwks. Default ["PLAIN"].
 	Mechanisms []string `koanf:"mechanisms"`
-	// Mode says who checks credentials. "iggy": the PLAIN username and
-	// password are the principal's Iggy login; the sidecar keeps Iggy
-	// sessions per principal, so Iggy enforces each principal's
-	// permissions. "static": the credentials are checked against users and
-	// every client shares the sessions of iggy.username. Default "iggy".
+	// Mode says who checks PLAIN credentials. "iggy": the PLAIN user name
+	// and password must log in to Iggy (LOGIN_USER on a connection of its
+	// own, at every authentication, nothing cached). "static": they are
+	// checked against users. Either way the requests then run on the
+	// sessions of iggy.username. Default "iggy".
 	Mode string `koanf:"mode"`
+	// ScramFile is the SCRAM credential file (a mounted Secret): one line
+	// per user and mechanism, as `kafka-iggy scram` prints them. Read at
+	// start. Required when a SCRAM mechanism is offered. Default "".
+	ScramFile string `koanf:"scram_file"`
+	// SessionLifetime is the KIP-368 session lifetime: reported to clients
+	// in SaslAuthenticate v1+, and a connection that sends a request past
+	// it without re-authenticating is closed. 0 means none. Default 0s.
+	SessionLifetime time.Duration `koanf:"session_lifetime"`
+	// FailureDelay is how long a refused SaslAuthenticate waits before it
+	// is answered, slowing password guessing (Kafka's
+	// connection.failed.authentication.delay.ms). Default 100ms.
+	FailureDelay time.Duration `koanf:"failure_delay"`
+	// OAuthBearer validates OAUTHBEARER tokens.
+	OAuthBearer OAuthBearerConfig `koanf:"oauthbearer"`
 	// Users maps user name to password for mode static (secret: masked in
 	// check-config, never logged). From the environment,
 	// KAFKA_IGGY_SASL__USERS__<NAME> gives a lower-cased user name; use the
 	// file for mixed case. Default empty.
 	Users map[string]string `koanf:"users"`
+}
+
+// OAuthBearerConfig configures OAUTHBEARER: the client's token must be a
+// JWT signed by a key of the JWKS, unexpired, from the issuer and for the
+// audience; one claim is the principal.
+type OAuthBearerConfig struct {
+	// JWKS is the key set the tokens are signed with: a file (a mounted
+	// Secret or ConfigMap) or an http(s) URL, read once at start. RS256/384/512
+	// and ES256/384/512 keys. Required with OAUTHBEARER. Default "".
+	JWKS string `koanf:"jwks"`
+	// Issuer is the "iss" claim required; "" does not check it. Default "".
+	Issuer string `koanf:"issuer"`
+	// Audience must be among the "aud" claim's values; "" does not check
+	// it. Default "".
+	Audience string `koanf:"audience"`
+	// PrincipalClaim is the claim whose string value is the principal.
+	// Default "sub".
+	PrincipalClaim string `koanf:"principal_claim"`
+	// ClockSkew is the tolerance on the exp and nbf claims. Default 30s.
+	ClockSkew time.Duration `koanf:"clock_skew"`
 }
 
 // TLS client-certificate policies accepted by TLSConfig.ClientAuth.
@@ -185,8 +221,10 @@ func DefaultConfig() Config {
 			Server: embedded.DefaultConfig(),
 		},
 		SASL: SASLConfig{
-			Mechanisms: []string{SASLPlain},
-			Mode:       SASLModeIggy,
+			Mechanisms:   []string{SASLPlain},
+			Mode:         SASLModeIggy,
+			FailureDelay: 100 * time.Millisecond,
+			OAuthBearer:  OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second},
 		},
 		TLS: TLSConfig{
 			ClientAuth: ClientAuthNone,
@@ -251,11 +289,8 @@ func (c Config) Validate() error {
 
 	c.SASL.validate(c.Proxy.Listener.Address, c.TLS.Enabled, bad)
 	c.TLS.validate(bad)
-	// The front door does not speak SASL or TLS yet: refuse to start rather
-	// than serve in the clear while the operator believes otherwise.
-	if c.SASL.Enabled {
-		bad("sasl.enabled", "SASL on the Kafka listener is not implemented yet; the settings are validated but cannot be enabled")
-	}
+	// The front door does not speak TLS yet: refuse to start rather than
+	// serve in the clear while the operator believes otherwise.
 	if c.TLS.Enabled {
 		bad("tls.enabled", "TLS on the Kafka listener is not implemented yet; the settings are validated but cannot be enabled")
 	}
@@ -321,7 +356,7 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 		return
 	}
 	if len(s.Mechanisms) == 0 {
-		bad("sasl.mechanisms", "empty; name at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512")
+		bad("sasl.mechanisms", "empty; name at least one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
 	}
 	seen := map[string]bool{}
 	for _, m := range s.Mechanisms {
@@ -331,16 +366,35 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 				bad("sasl.mechanisms", "PLAIN would carry passwords in clear text on %q; enable tls or bind listener.address to loopback", listen)
 			}
 		case SASLScramSHA256, SASLScramSHA512:
-			if s.Mode != SASLModeStatic {
-				bad("sasl.mechanisms", "%s needs sasl.mode static (Iggy logins need the clear-text password, which SCRAM never sends)", m)
+			if s.ScramFile == "" {
+				bad("sasl.scram_file", "required when %s is offered (SCRAM is checked in the sidecar against stored credentials)", m)
+			}
+		case SASLOAuthBearer:
+			if host, _, err := net.SplitHostPort(listen); err == nil && !tlsOn && !isLoopback(host) {
+				bad("sasl.mechanisms", "OAUTHBEARER would carry bearer tokens in clear text on %q; enable tls or bind listener.address to loopback", listen)
+			}
+			if s.OAuthBearer.JWKS == "" {
+				bad("sasl.oauthbearer.jwks", "required when OAUTHBEARER is offered")
+			}
+			if s.OAuthBearer.PrincipalClaim == "" {
+				bad("sasl.oauthbearer.principal_claim", "empty")
+			}
+			if s.OAuthBearer.ClockSkew < 0 {
+				bad("sasl.oauthbearer.clock_skew", "%v is negative", s.OAuthBearer.ClockSkew)
 			}
 		default:
-			bad("sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", m)
+			bad("sasl.mechanisms", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER", m)
 		}
 		if seen[m] {
 			bad("sasl.mechanisms", "%s listed twice", m)
 		}
 		seen[m] = true
+	}
+	if s.SessionLifetime < 0 {
+		bad("sasl.session_lifetime", "%v is negative", s.SessionLifetime)
+	}
+	if s.FailureDelay < 0 || s.FailureDelay > time.Minute {
+		bad("sasl.failure_delay", "%v is not 0-1m", s.FailureDelay)
 	}
 	if s.Mode == SASLModeStatic {
 		if len(s.Users) == 0 {

@@ -213,7 +213,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		"KAFKA_IGGY_PORT_9092_TCP_ADDR=10.0.0.1",
 		"HOSTNAME=app-7d9f-x2x4q",
 	}
-	args := []string{"--config", examplePath, "--iggy.pool_size=8", "--admin.pprof", "--producer.instance_id", "7"}
+	args := []string{"--config", examplePath, "--iggy.pool_size=8", "--admin.pprof", "--admin.address=127.0.0.1:9094", "--producer.instance_id", "7"}
 	got, err := loadConfig(args, environ)
 	if err != nil {
 		t.Fatal(err)
@@ -300,9 +300,10 @@ func TestExampleConfigGolden(t *testing.T) {
 				SDKDurabilityOptions: true,
 			},
 		},
-		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
+		SASL: SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond,
+			OAuthBearer: OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
+		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "auto"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
 		Peers:        cluster.DefaultPeersConfig(),
@@ -436,6 +437,26 @@ func TestBadConfigs(t *testing.T) {
 				"tls.cert_file":        "required when tls.enabled",
 				"tls.client_ca_file":   "required when tls.client_auth is require",
 			},
+		},
+		{
+			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=change-me-to-32-random-bytes"},
+			want: map[string]string{"peers.secret": `a placeholder (contains "change-me")`},
+		},
+		{
+			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=only-31-bytes-long-0123456789ab"},
+			want: map[string]string{"peers.secret": "31 bytes; at least 32 required"},
+		},
+		{
+			args: []string{"--sasl.enabled", "--sasl.mechanisms=SCRAM-SHA-512,OAUTHBEARER", "--sasl.session_lifetime=-1s"},
+			want: map[string]string{
+				"sasl.scram_file":       "required when SCRAM-SHA-512 is offered",
+				"sasl.oauthbearer.jwks": "required when OAUTHBEARER is offered",
+				"sasl.session_lifetime": "is negative",
+			},
+		},
+		{
+			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=OAUTHBEARER", "--sasl.oauthbearer.jwks=/x"},
+			want: map[string]string{"sasl.mechanisms": "OAUTHBEARER would carry bearer tokens in clear text"},
 		},
 		{
 			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=PLAIN,GSSAPI"},

@@ -6,6 +6,7 @@
 //	embedded-iggy  run only the embedded Iggy-protocol server
 //	check-config   print the effective configuration and every problem in it
 //	inject         serve the Kubernetes sidecar injector (mutating webhook)
+//	scram          print a SCRAM credential line for sasl.scram_file
 //	version        print the version
 package main
 
@@ -38,6 +39,8 @@ func run(args []string) int {
 		return runCheckConfig(args, os.Stdout, os.Stderr)
 	case "inject":
 		return runInject(args, os.Stderr)
+	case "scram":
+		return runScram(args, os.Stdin, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		usage()
 		return 0
@@ -56,6 +59,7 @@ commands:
   check-config   print the effective configuration (secrets masked) and every problem
   inject         serve the Kubernetes sidecar injector (a mutating admission
                  webhook over TLS; kafka-iggy inject -h for its flags)
+  scram          print a SCRAM credential line for sasl.scram_file (password on stdin)
   version        print the version
 
 serve and check-config take --config FILE, KAFKA_IGGY_* environment variables

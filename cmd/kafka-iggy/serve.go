@@ -142,7 +142,15 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		// Runs before the Iggy clients close (closers run in reverse).
 		closers = append(closers, router.Close)
 	}
-	px, err := proxy.New(cfg.Proxy, br.Table(), log, proxy.WithMetrics(metrics.Proxy()), proxy.WithBudget(budget))
+	pxOpts := []proxy.Option{proxy.WithMetrics(metrics.Proxy()), proxy.WithBudget(budget)}
+	if cfg.SASL.Enabled {
+		a, err := newAuthenticator(cfg, metrics, log.With().Str("component", "sasl").Logger())
+		if err != nil {
+			return err
+		}
+		pxOpts = append(pxOpts, proxy.WithAuth(a))
+	}
+	px, err := proxy.New(cfg.Proxy, br.Table(), log, pxOpts...)
 	if err != nil {
 		return err
 	}

@@ -59,14 +59,15 @@ var layers = map[string]rule{
 	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession": {},
 	// bridge's end-to-end tests drive the API files through the front door.
-	"bridge": {imports: []string{"codec/...", "budget", "bridge/..."}, tests: with(testKit, "proxy")},
+	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
+	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth"}, tests: with(testKit, "proxy")},
 
-	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy"), tests: testKit},
+	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "auth"), tests: testKit},
 	// admin adapts the metric hooks of proxy and bridge/iggy.
 	"proxy/admin": {imports: with(iggyCodec, "budget", "bridge/iggy", "proxy"), tests: with(testKit, "bridge")},
 
 	"cmd/kafka-iggy": {
-		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "embedded"),
+		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "embedded", "auth"),
 		tests:   testKit,
 	},
 

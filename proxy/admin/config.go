@@ -54,7 +54,9 @@ type Config struct {
 	// (keep-alive). Default 10m (Kafka's connections.max.idle.ms).
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
 	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener
-	// (CPU and heap profiles for tuning). Default false.
+	// (CPU and heap profiles for tuning). It has no authentication, so it
+	// is refused unless address binds loopback (127.0.0.1, ::1 or
+	// localhost). Default false.
 	Pprof bool `koanf:"pprof"`
 }
 
@@ -80,10 +82,12 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("admin.%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if _, port, err := net.SplitHostPort(c.Address); err != nil {
+	if host, port, err := net.SplitHostPort(c.Address); err != nil {
 		bad("address", "%q is not host:port: %v", c.Address, err)
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		bad("address", "port %q is not 0-65535", port)
+	} else if c.Pprof && !loopback(host) {
+		bad("pprof", "the profiler has no authentication and admin.address %q is not loopback; bind admin.address to 127.0.0.1 to profile (kubectl port-forward reaches it)", c.Address)
 	}
 	if c.ReadHeaderTimeout <= 0 {
 		bad("read_header_timeout", "%v is not positive", c.ReadHeaderTimeout)
@@ -98,4 +102,13 @@ func (c Config) Validate() error {
 		bad("idle_timeout", "%v is not positive", c.IdleTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// loopback reports whether host names only the loopback interface.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

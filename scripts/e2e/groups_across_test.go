@@ -35,7 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-const acrossSecret = "e2e-peer-secret-0123456789"
+const acrossSecret = "e2e-peer-secret-0123456789abcdefghij"
 
 // acrossLog is a process's JSON log lines.
 type acrossLog struct {

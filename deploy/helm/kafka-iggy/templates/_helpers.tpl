@@ -26,6 +26,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- default (printf "%s-login" (include "kafka-iggy.fullname" .)) .Values.iggy.existingSecret -}}
 {{- end -}}
 
+{{/* Name of the Secret with the peer link's shared secret (created by the operator). */}}
+{{- define "kafka-iggy.peerSecretName" -}}
+{{- default (printf "%s-peer" (include "kafka-iggy.fullname" .)) .Values.iggy.peerSecretName -}}
+{{- end -}}
+
 {{/* The sidecar's config.yaml: what the chart sets, with .Values.config merged over it. */}}
 {{- define "kafka-iggy.config" -}}
 {{- $base := dict

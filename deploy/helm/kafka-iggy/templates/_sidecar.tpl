@@ -31,7 +31,7 @@ env:
   - name: KAFKA_IGGY_PEERS__SECRET
     valueFrom:
       secretKeyRef:
-        name: {{ include "kafka-iggy.secretName" . }}
+        name: {{ include "kafka-iggy.peerSecretName" . }}
         key: peer-secret
   {{- with .Values.sidecar.extraEnv }}
   {{- toYaml . | nindent 2 }}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/pflag"
+
+	"github.com/kafka-iggy/kafka-iggy/auth"
+	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
+)
+
+// newAuthenticator builds the Kafka listener's SASL from cfg.SASL.
+func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*auth.Authenticator, error) {
+	ac := auth.Config{
+		Mechanisms:      cfg.SASL.Mechanisms,
+		SessionLifetime: cfg.SASL.SessionLifetime,
+		FailureDelay:    cfg.SASL.FailureDelay,
+		Metrics:         auth.NewPrometheusMetrics(metrics.Registry()),
+	}
+	if cfg.SASL.Mode == SASLModeStatic {
+		ac.Plain = auth.StaticUsers(cfg.SASL.Users)
+	} else {
+		ac.Plain = auth.NewIggyLogin(cfg.Iggy)
+	}
+	if cfg.SASL.ScramFile != "" {
+		st, err := auth.LoadScramFile(cfg.SASL.ScramFile)
+		if err != nil {
+			return nil, fmt.Errorf("sasl.scram_file: %w", err)
+		}
+		ac.Scram = st
+		log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+	}
+	if o := cfg.SASL.OAuthBearer; slices.Contains(cfg.SASL.Mechanisms, SASLOAuthBearer) {
+		raw, err := auth.ReadJWKS(context.Background(), o.JWKS)
+		if err != nil {
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+		}
+		if ac.OAuth, err = auth.NewOAuth(auth.OAuthConfig{JWKS: raw, Issuer: o.Issuer, Audience: o.Audience,
+			PrincipalClaim: o.PrincipalClaim, ClockSkew: o.ClockSkew}); err != nil {
+			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+		}
+	}
+	a, err := auth.New(ac, log)
+	if err != nil {
+		return nil, fmt.Errorf("sasl: %w", err)
+	}
+	return a, nil
+}
+
+// runScram is `kafka-iggy scram`: it reads a password (the first line of
+// stdin, so it stays out of the process list and shell history) and prints
+// the credential line of --user for sasl.scram_file.
+func runScram(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("scram", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	user := fs.String("user", "", "user name (required)")
+	mech := fs.String("mechanism", auth.ScramSHA512, "SCRAM-SHA-256 or SCRAM-SHA-512")
+	iters := fs.Int("iterations", 8192, fmt.Sprintf("PBKDF2 iterations (at least %d)", auth.MinIterations))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kafka-iggy scram --user NAME [--mechanism SCRAM-SHA-512] [--iterations 8192] < password")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := scramLine(*user, *mech, *iters, stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "kafka-iggy scram:", err)
+		return 2
+	}
+	return 0
+}
+
+func scramLine(user, mech string, iters int, stdin io.Reader, stdout io.Writer) error {
+	if user == "" || strings.ContainsAny(user, " \t\n") {
+		return errors.New("--user: required, without spaces")
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("reading the password from stdin: %w", err)
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" {
+		return errors.New("empty password on stdin")
+	}
+	salt := make([]byte, 32)
+	_, _ = rand.Read(salt)
+	c, err := auth.NewScramCredential(mech, password, salt, iters)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, c.Line(user, mech))
+	return err
+}
