@@ -36,7 +36,8 @@ type Config struct {
 	// decoded. Default 1048576 (Kafka's).
 	MaxBytes int `koanf:"max_bytes"`
 	// MaxClients bounds the client instances whose metrics are kept; a new
-	// one beyond it evicts the one that pushed least recently. Default 1000.
+	// one beyond it evicts the one seen least recently (counted in
+	// kafka_iggy_telemetry_evicted_clients_total). Default 1000.
 	MaxClients int `koanf:"max_clients"`
 	// MaxSeriesPerClient bounds the series one client's push exports;
 	// data points beyond it are dropped (counted in
