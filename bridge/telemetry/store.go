@@ -188,16 +188,19 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	in.terminated = p.Terminating
 	s.mu.Unlock()
 
-	limit := decodeFactor * s.cfg.MaxBytes
-	if p.CompressionType == compressionNone {
-		limit = len(p.Metrics)
+	// An uncompressed payload is decoded in place (its frame is charged
+	// already); a compressed one is inflated into bytes taken from the
+	// budget first.
+	limit := len(p.Metrics)
+	if p.CompressionType != compressionNone {
+		got, err := s.budget.Acquire(ctx, int64(decodeFactor*s.cfg.MaxBytes))
+		if err != nil {
+			return kerr.ThrottlingQuotaExceeded.Code
+		}
+		defer s.budget.Release(got)
+		limit = int(got)
 	}
-	got, err := s.budget.Acquire(ctx, int64(limit))
-	if err != nil {
-		return kerr.ThrottlingQuotaExceeded.Code
-	}
-	defer s.budget.Release(got)
-	raw, err := decompress(p.CompressionType, p.Metrics, min(limit, int(got)))
+	raw, err := decompress(p.CompressionType, p.Metrics, limit)
 	if err == errTooLarge {
 		return s.setErr(p.ClientInstanceID, kerr.TelemetryTooLarge.Code)
 	}
