@@ -10,14 +10,16 @@ package bridge
 //     (version 4) UUID; every client gets the one subscription this
 //     sidecar has: the metric prefixes of telemetry.metrics, the push
 //     interval telemetry.push_interval, the payload limit
-//     telemetry.max_bytes, a subscription id hashed from the metrics and
-//     interval, and the compression types zstd, lz4, gzip (Kafka also
-//     offers snappy).
+//     telemetry.max_bytes, and Kafka's compression types (zstd, lz4, gzip,
+//     snappy). The subscription id is computed as Kafka computes it (a
+//     CRC-32C of the subscription XORed with the instance id's hash), so
+//     every sidecar of one configuration gives an instance the same id.
 //   - DeltaTemporality is false: clients push cumulative values, which
 //     Prometheus counters expect (Kafka asks for delta).
-//   - A known instance asking again within the push interval, without a
-//     previous UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE, is
-//     answered THROTTLING_QUOTA_EXCEEDED, as Kafka answers it.
+//   - A known instance asking again within the push interval after its last
+//     Get or Push is answered THROTTLING_QUOTA_EXCEEDED, except after an
+//     UNKNOWN_SUBSCRIPTION_ID or UNSUPPORTED_COMPRESSION_TYPE (KIP-714's
+//     rule; Kafka 4.4's check throttles those too).
 //
 // Iggy commands: none (package bridge/telemetry holds the instances).
 

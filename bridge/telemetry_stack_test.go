@@ -47,7 +47,7 @@ func TestTelemetryThroughTheFrontDoor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sub.ErrorCode != 0 || sub.ClientInstanceID == ([16]byte{}) || sub.PushIntervalMillis != 3600000 ||
-		sub.TelemetryMaxBytes != 1<<20 || sub.DeltaTemporality || len(sub.AcceptedCompressionTypes) != 3 ||
+		sub.TelemetryMaxBytes != 1<<20 || sub.DeltaTemporality || len(sub.AcceptedCompressionTypes) != 4 ||
 		strings.Join(sub.RequestedMetrics, ",") != "org.apache.kafka.producer.,org.apache.kafka.consumer." {
 		t.Fatalf("subscription %+v", sub)
 	}
@@ -65,9 +65,6 @@ func TestTelemetryThroughTheFrontDoor(t *testing.T) {
 		}
 		return resp.ErrorCode
 	}
-	if code := pushReq(func(r *kmsg.PushTelemetryRequest) { r.SubscriptionID++ }); code != kerr.UnknownSubscriptionID.Code {
-		t.Errorf("stale subscription: %d", code)
-	}
 	if code := pushReq(nil); code != 0 {
 		t.Fatalf("push: %v", kerr.ErrorForCode(code))
 	}
@@ -76,6 +73,13 @@ func TestTelemetryThroughTheFrontDoor(t *testing.T) {
 	}
 	if code := pushReq(func(r *kmsg.PushTelemetryRequest) { r.ClientInstanceID = [16]byte{} }); code != kerr.InvalidRequest.Code {
 		t.Errorf("zero instance id: %d", code)
+	}
+	other, err := kmsg.NewPtrGetTelemetrySubscriptionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := pushReq(func(r *kmsg.PushTelemetryRequest) { r.ClientInstanceID = other.ClientInstanceID }); code != kerr.UnknownSubscriptionID.Code {
+		t.Errorf("another instance's subscription id: %d", code)
 	}
 
 	reg := prometheus.NewRegistry()

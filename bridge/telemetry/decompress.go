@@ -6,23 +6,28 @@ import (
 	"io"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy/xerial"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
 
 // Kafka compression type ids (PushTelemetry's CompressionType).
 const (
-	compressionNone = 0
-	compressionGzip = 1
-	compressionLZ4  = 3
-	compressionZstd = 4
+	compressionNone   = 0
+	compressionGzip   = 1
+	compressionSnappy = 2
+	compressionLZ4    = 3
+	compressionZstd   = 4
 )
 
-// AcceptedCompression is what GetTelemetrySubscriptions offers, in the
-// order of preference Kafka's broker gives (zstd, lz4, gzip); Kafka also
-// offers snappy, which this sidecar does not decode for telemetry, so a
-// client without the others pushes uncompressed.
-var AcceptedCompression = []int8{compressionZstd, compressionLZ4, compressionGzip}
+// AcceptedCompression is what GetTelemetrySubscriptions offers, Kafka's
+// list in Kafka's order of preference.
+var AcceptedCompression = []int8{compressionZstd, compressionLZ4, compressionGzip, compressionSnappy}
+
+// snappyMaxRatio bounds what one byte of snappy can decode to (the densest
+// element copies 64 bytes for 3), so the output buffer is never larger
+// than this many times the input.
+const snappyMaxRatio = 22
 
 // errTooLarge: the payload decompresses to more than the limit.
 var errTooLarge = errors.New("telemetry: decompressed payload above its limit")
@@ -49,6 +54,18 @@ func decompress(codec int8, payload []byte, limit int) ([]byte, error) {
 		}
 		defer gz.Close()
 		r = gz
+	case compressionSnappy:
+		// The Java client writes xerial-framed snappy; DecodeCapped reads
+		// it (or one raw block) into a buffer of bounded capacity.
+		size := min(limit, snappyMaxRatio*len(payload)+4096)
+		out, err := xerial.DecodeCapped(make([]byte, 0, size), payload)
+		if errors.Is(err, xerial.ErrDstTooSmall) && size == limit {
+			return nil, errTooLarge
+		}
+		if err != nil {
+			return nil, ErrMalformed
+		}
+		return out, nil
 	case compressionLZ4:
 		r = lz4.NewReader(bytes.NewReader(payload))
 	case compressionZstd:

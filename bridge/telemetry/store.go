@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"hash/crc32"
 	"slices"
 	"strconv"
@@ -33,13 +34,22 @@ type Store struct {
 	cfg    Config
 	log    zerolog.Logger
 	budget *budget.Budget
-	subID  uint32 // hash of the subscribed metrics and interval
+	subCRC uint32 // CRC-32C of the subscribed metrics and interval
 	now    func() time.Time
 
 	mu        sync.Mutex
 	instances map[[16]byte]*instance
 	dropped   uint64 // series dropped by MaxSeriesPerClient
 	evicted   uint64 // instances evicted by MaxClients
+}
+
+// lastRequest is the time of the instance's last accepted Get or Push
+// (zero for neither).
+func (in *instance) lastRequest() time.Time {
+	if in.lastPush.After(in.lastGet) {
+		return in.lastPush
+	}
+	return in.lastGet
 }
 
 // instance is one client instance (one Kafka client object).
@@ -66,14 +76,23 @@ type series struct {
 // NewStore builds the store for cfg (validated by the caller). Decoded
 // payloads draw from b (nil: unlimited).
 func NewStore(cfg Config, b *budget.Budget, log zerolog.Logger) *Store {
-	h := crc32.NewIEEE()
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	for _, m := range cfg.Metrics {
 		h.Write([]byte(m))
 		h.Write([]byte{0})
 	}
 	h.Write([]byte(strconv.FormatInt(cfg.PushInterval.Milliseconds(), 10)))
-	return &Store{cfg: cfg, log: log, budget: b, subID: h.Sum32(), now: time.Now,
+	return &Store{cfg: cfg, log: log, budget: b, subCRC: h.Sum32(), now: time.Now,
 		instances: map[[16]byte]*instance{}}
+}
+
+// subscriptionID is instance id's subscription id, as Kafka computes it:
+// the CRC-32C of the subscription XORed with the instance id's hash (Java's
+// Uuid.hashCode), so every sidecar of the same configuration gives an
+// instance the same id and a client that moves between them keeps pushing.
+func (s *Store) subscriptionID(id [16]byte) int32 {
+	h := binary.BigEndian.Uint64(id[:8]) ^ binary.BigEndian.Uint64(id[8:])
+	return int32(s.subCRC) ^ int32(uint32(h>>32)^uint32(h))
 }
 
 // Config returns the configuration the store serves.
@@ -100,18 +119,21 @@ func (s *Store) Subscribe(id [16]byte) Subscription {
 	if id == ([16]byte{}) {
 		id = newInstanceID()
 	}
-	sub := Subscription{ClientInstanceID: id, SubscriptionID: int32(s.subID)}
+	sub := Subscription{ClientInstanceID: id, SubscriptionID: s.subscriptionID(id)}
 	in := s.instances[id]
 	if in == nil {
 		in = s.addLocked(id, now)
-	} else if now.Sub(in.lastGet) < s.cfg.PushInterval &&
+	}
+	in.lastSeen = now
+	if now.Sub(in.lastRequest()) < s.cfg.PushInterval &&
 		in.lastErr != kerr.UnknownSubscriptionID.Code && in.lastErr != kerr.UnsupportedCompressionType.Code {
-		// Asking again within the interval, without an error that calls
-		// for it, is throttled as Kafka throttles it.
+		// Asking again within the interval after its last Get or Push,
+		// without an error that calls for a new subscription, is throttled
+		// (KIP-714; Kafka 4.4's check throttles after those errors too).
 		sub.ErrorCode = kerr.ThrottlingQuotaExceeded.Code
 		return sub
 	}
-	in.lastGet, in.lastSeen, in.lastErr = now, now, 0
+	in.lastGet, in.lastErr = now, 0
 	return sub
 }
 
@@ -160,12 +182,16 @@ type Push struct {
 }
 
 // Push checks and stores a push, returning its Kafka error code (0:
-// accepted): INVALID_REQUEST for the zero instance id or a push after the
-// terminating one, UNKNOWN_SUBSCRIPTION_ID for an instance or subscription
-// not known (the client asks again), THROTTLING_QUOTA_EXCEEDED for a
-// non-terminating push sooner than the interval, UNSUPPORTED_COMPRESSION_TYPE,
-// TELEMETRY_TOO_LARGE, and INVALID_RECORD for a payload that does not
-// decode. It waits for the memory budget under ctx.
+// accepted), checked in Kafka's order: INVALID_REQUEST for the zero
+// instance id or a push after the terminating one;
+// THROTTLING_QUOTA_EXCEEDED for a non-terminating push sooner than the
+// interval after the previous one (the first push after a Get is always
+// in time: clients jitter it); UNKNOWN_SUBSCRIPTION_ID for a subscription
+// id that is not the instance's (the client asks again);
+// UNSUPPORTED_COMPRESSION_TYPE; TELEMETRY_TOO_LARGE; then INVALID_RECORD
+// for a payload that does not decode. An instance this store does not
+// know (another sidecar's, or one expired) is registered, as Kafka does.
+// It waits for the memory budget under ctx.
 func (s *Store) Push(ctx context.Context, p Push) int16 {
 	if p.ClientInstanceID == ([16]byte{}) {
 		return kerr.InvalidRequest.Code
@@ -173,20 +199,17 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	now := s.now()
 	s.mu.Lock()
 	in := s.instances[p.ClientInstanceID]
-	code := s.checkLocked(in, p, now)
-	if in != nil {
-		in.lastErr = code
-		if code == 0 || code == kerr.InvalidRecord.Code {
-			in.lastSeen = now
-		}
+	if in == nil {
+		s.expireLocked(now)
+		in = s.addLocked(p.ClientInstanceID, now)
 	}
-	if code != 0 {
-		s.mu.Unlock()
+	in.lastSeen = now
+	code := s.checkLocked(in, p, now)
+	in.lastErr = code
+	s.mu.Unlock()
+	if code != 0 || len(p.Metrics) == 0 {
 		return code
 	}
-	in.lastPush, in.lastSeen, in.everPushed = now, now, true
-	in.terminated = p.Terminating
-	s.mu.Unlock()
 
 	// An uncompressed payload is decoded in place (its frame is charged
 	// already); a compressed one is inflated into bytes taken from the
@@ -214,24 +237,30 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	}
 	s.mu.Lock()
 	if in := s.instances[p.ClientInstanceID]; in != nil {
-		in.series, in.clientID = out, p.ClientID
+		in.series = out
 	}
 	s.dropped += uint64(dropped)
 	s.mu.Unlock()
 	return 0
 }
 
-// checkLocked applies Kafka's push rules in its order.
+// checkLocked applies Kafka's push rules in its order; a push that passes
+// the interval check counts for the interval even when a later check or
+// its payload fails, and a terminating one ends the instance either way.
 func (s *Store) checkLocked(in *instance, p Push, now time.Time) int16 {
-	switch {
-	case in == nil:
-		return kerr.UnknownSubscriptionID.Code
-	case in.terminated:
+	if in.terminated {
 		return kerr.InvalidRequest.Code
-	case p.SubscriptionID != int32(s.subID):
-		return kerr.UnknownSubscriptionID.Code
-	case !p.Terminating && in.everPushed && now.Sub(in.lastPush) < s.cfg.PushInterval:
+	}
+	in.terminated = p.Terminating
+	inTime := in.lastGet.After(in.lastPush) || now.Sub(in.lastPush) >= s.cfg.PushInterval
+	if inTime {
+		in.lastPush = now
+	}
+	switch {
+	case !inTime && !p.Terminating:
 		return kerr.ThrottlingQuotaExceeded.Code
+	case p.SubscriptionID != s.subscriptionID(p.ClientInstanceID):
+		return kerr.UnknownSubscriptionID.Code
 	case p.CompressionType != compressionNone && !slices.Contains(AcceptedCompression, p.CompressionType):
 		return kerr.UnsupportedCompressionType.Code
 	case len(p.Metrics) > s.cfg.MaxBytes:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy/xerial"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,11 +76,14 @@ func TestSubscribeHandsOutInstanceIDs(t *testing.T) {
 	if v := a.ClientInstanceID[6] >> 4; v != 4 {
 		t.Errorf("uuid version %d, want 4", v)
 	}
-	if a.SubscriptionID != b.SubscriptionID {
-		t.Errorf("subscription ids %d and %d for the same subscription", a.SubscriptionID, b.SubscriptionID)
+	// Another sidecar of the same configuration gives the instance the same
+	// subscription id; another metric list a different one.
+	same, _ := testStore(t, nil)
+	if got := same.Subscribe(a.ClientInstanceID).SubscriptionID; got != a.SubscriptionID {
+		t.Errorf("subscription id %d on another store, want %d", got, a.SubscriptionID)
 	}
 	other, _ := testStore(t, func(c *Config) { c.Metrics = []string{""} })
-	if other.Subscribe([16]byte{}).SubscriptionID == a.SubscriptionID {
+	if other.Subscribe(a.ClientInstanceID).SubscriptionID == a.SubscriptionID {
 		t.Error("another metric list has the same subscription id")
 	}
 	// Asking again within the interval is throttled; after it, answered.
@@ -105,32 +109,35 @@ func TestPushErrors(t *testing.T) {
 		}
 	}
 	check("zero instance id", Push{SubscriptionID: sub.SubscriptionID, Metrics: good}, kerr.InvalidRequest.Code)
-	check("unknown instance", Push{ClientInstanceID: [16]byte{1}, SubscriptionID: sub.SubscriptionID, Metrics: good}, kerr.UnknownSubscriptionID.Code)
 	p := push(s, sub, good)
 	p.SubscriptionID++
+	// The first push after a Get is in time, and counts for the interval
+	// even though it then fails, as in Kafka.
 	check("wrong subscription id", p, kerr.UnknownSubscriptionID.Code)
-	p = push(s, sub, good)
-	p.CompressionType = 2 // snappy, not offered
-	check("snappy", p, kerr.UnsupportedCompressionType.Code)
-	check("too large", push(s, sub, make([]byte, 1001)), kerr.TelemetryTooLarge.Code)
-	check("not OTLP", push(s, sub, []byte{0x0a, 0xff, 0xff}), kerr.InvalidRecord.Code)
-	// As in Kafka, a push that passed the checks counts for the interval
-	// even when its payload then fails.
-	check("too early after a bad payload", push(s, sub, good), kerr.ThrottlingQuotaExceeded.Code)
-	c.t = c.t.Add(time.Second)
-	check("first push", push(s, sub, good), 0)
 	check("too early", push(s, sub, good), kerr.ThrottlingQuotaExceeded.Code)
-	c.t = c.t.Add(time.Second)
-	check("after the interval", push(s, sub, good), 0)
+	next := func() { c.t = c.t.Add(time.Second) }
+	next()
+	p = push(s, sub, good)
+	p.CompressionType = 7
+	check("unknown compression", p, kerr.UnsupportedCompressionType.Code)
+	next()
+	check("too large", push(s, sub, make([]byte, 1001)), kerr.TelemetryTooLarge.Code)
+	next()
+	check("not OTLP", push(s, sub, []byte{0x0a, 0xff, 0xff}), kerr.InvalidRecord.Code)
+	next()
+	check("in time", push(s, sub, good), 0)
+	check("too early again", push(s, sub, good), kerr.ThrottlingQuotaExceeded.Code)
 	p = push(s, sub, good)
 	p.Terminating = true
 	check("terminating, early", p, 0)
-	c.t = c.t.Add(time.Second)
+	next()
 	check("after terminating", push(s, sub, good), kerr.InvalidRequest.Code)
-	// Forgotten one interval after its terminating push: unknown again.
-	c.t = c.t.Add(1100 * time.Millisecond)
-	s.Subscribe([16]byte{}) // expires
-	check("after expiry", push(s, sub, good), kerr.UnknownSubscriptionID.Code)
+	// An instance this store never saw (another sidecar's) is registered,
+	// and its own subscription id accepted.
+	id := [16]byte{1, 2, 3}
+	check("unknown instance, wrong subscription", Push{ClientInstanceID: id, SubscriptionID: sub.SubscriptionID, Metrics: good}, kerr.UnknownSubscriptionID.Code)
+	next()
+	check("unknown instance, its subscription", Push{ClientInstanceID: id, SubscriptionID: s.subscriptionID(id), Metrics: good}, 0)
 }
 
 func TestPushCompressed(t *testing.T) {
@@ -147,7 +154,7 @@ func TestPushCompressed(t *testing.T) {
 	for _, tc := range []struct {
 		codec int8
 		data  []byte
-	}{{compressionGzip, gz.Bytes()}, {compressionLZ4, lz.Bytes()}, {compressionZstd, zs}} {
+	}{{compressionGzip, gz.Bytes()}, {compressionLZ4, lz.Bytes()}, {compressionZstd, zs}, {compressionSnappy, xerial.Encode(nil, payload)}} {
 		s, _ := testStore(t, nil)
 		sub := s.Subscribe([16]byte{})
 		p := push(s, sub, tc.data)
@@ -166,6 +173,11 @@ func TestPushCompressed(t *testing.T) {
 	p.CompressionType = compressionZstd
 	if got := s.Push(context.Background(), p); got != kerr.TelemetryTooLarge.Code {
 		t.Errorf("bomb: code %d, want TELEMETRY_TOO_LARGE", got)
+	}
+	p = push(s, s.Subscribe([16]byte{}), xerial.Encode(nil, make([]byte, 10<<10)))
+	p.CompressionType = compressionSnappy
+	if got := s.Push(context.Background(), p); got != kerr.TelemetryTooLarge.Code {
+		t.Errorf("snappy bomb: code %d, want TELEMETRY_TOO_LARGE", got)
 	}
 	if b := s.budget.InUse(); b != 0 {
 		t.Errorf("%d budget bytes still held after the pushes", b)
@@ -214,8 +226,8 @@ func TestCaps(t *testing.T) {
 		c.t = c.t.Add(time.Millisecond)
 	}
 	// The first instance (least recently seen) was evicted by the third.
-	if got := s.Push(context.Background(), push(s, subs[0], samplePayload())); got != kerr.UnknownSubscriptionID.Code {
-		t.Errorf("evicted instance: code %d, want UNKNOWN_SUBSCRIPTION_ID", got)
+	if _, ok := s.instances[subs[0].ClientInstanceID]; ok {
+		t.Error("the least recently seen instance is kept")
 	}
 	if got := s.Push(context.Background(), push(s, subs[2], samplePayload())); got != 0 {
 		t.Fatalf("push: %d", got)
