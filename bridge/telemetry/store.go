@@ -291,6 +291,9 @@ func (s *Store) build(raw []byte, clientID, instanceID string) ([]series, int, e
 			return
 		}
 		name := promName(p.Name)
+		if reservedName(name) {
+			return
+		}
 		labels := prometheus.Labels{"client_id": clientID, "client_instance_id": instanceID}
 		for _, l := range p.Labels {
 			k := promLabel(l.Key)
@@ -319,7 +322,7 @@ func (s *Store) build(raw []byte, clientID, instanceID string) ([]series, int, e
 		}
 		index[key.String()] = len(out)
 		out = append(out, series{
-			desc:    prometheus.NewDesc(name, "Kafka client metric "+p.Name+" pushed by the client (KIP-714).", nil, labels),
+			desc:    prometheus.NewDesc(name, "Kafka client metric pushed by the client (KIP-714).", nil, labels),
 			name:    name,
 			counter: p.Counter,
 			value:   p.Value,
@@ -352,6 +355,18 @@ func promName(n string) string {
 		b = append([]byte{'_'}, b...)
 	}
 	return string(b)
+}
+
+// reservedName reports a name in the sidecar's own namespaces (its series,
+// the Go and process collectors', promhttp's): a client's metric never
+// takes one, so it cannot clash with the sidecar's series.
+func reservedName(name string) bool {
+	for _, p := range []string{"kafka_iggy_", "go_", "process_", "promhttp_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // promLabel is promName for a label name (no ':', and not the reserved

@@ -191,6 +191,7 @@ func TestExportLabelsAndExpiry(t *testing.T) {
 		sumMetric("org.apache.kafka.producer.record.send.total", true,
 			point(42, true, kvString("topic", "t1"), kvString("client_id", "spoofed"))),
 		gaugeMetric("org.apache.kafka.admin.other", point(1, false)), // not subscribed
+		gaugeMetric("org.apache.kafka.producer.record.send.total", point(3, false)), // another kind: not sent
 	)
 	if got := s.Push(context.Background(), push(s, sub, payload)); got != 0 {
 		t.Fatalf("push: %d", got)
@@ -203,6 +204,21 @@ func TestExportLabelsAndExpiry(t *testing.T) {
 	}
 	if strings.Contains(out, "admin_other") {
 		t.Errorf("an unsubscribed metric is exported:\n%s", out)
+	}
+	// A client naming a metric in the sidecar's own namespace is not
+	// exported (with every metric subscribed).
+	all, _ := testStore(t, func(c *Config) { c.Metrics = []string{""} })
+	asub := all.Subscribe([16]byte{})
+	if got := all.Push(context.Background(), push(all, asub, metricsData(nil,
+		gaugeMetric("kafka_iggy.telemetry.clients", point(9, false)),
+		gaugeMetric("app.metric", point(1, false))))); got != 0 {
+		t.Fatalf("push: %d", got)
+	}
+	if v := value(t, all, "kafka_iggy_telemetry_clients"); v != 1 {
+		t.Errorf("kafka_iggy_telemetry_clients = %v: a client's metric took the name", v)
+	}
+	if !strings.Contains(gather(t, all), "app_metric client_id=app-1") {
+		t.Error("with every metric subscribed, app.metric is not exported")
 	}
 	if n := strings.Count(out, "org_apache_kafka_producer_record_send_total "); n != 1 {
 		t.Fatalf("%d series of the metric, want 1 (the spoofed client_id label is not one)", n)
