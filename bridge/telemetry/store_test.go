@@ -190,7 +190,7 @@ func TestExportLabelsAndExpiry(t *testing.T) {
 	payload := metricsData(nil,
 		sumMetric("org.apache.kafka.producer.record.send.total", true,
 			point(42, true, kvString("topic", "t1"), kvString("client_id", "spoofed"))),
-		gaugeMetric("org.apache.kafka.admin.other", point(1, false)), // not subscribed
+		gaugeMetric("org.apache.kafka.admin.other", point(1, false)),                // not subscribed
 		gaugeMetric("org.apache.kafka.producer.record.send.total", point(3, false)), // another kind: not sent
 	)
 	if got := s.Push(context.Background(), push(s, sub, payload)); got != 0 {
