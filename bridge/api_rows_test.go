@@ -27,7 +27,9 @@ func rowsBridge(t *testing.T) *Bridge {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Options{Config: DefaultConfig(), Client: cl, Log: zerolog.Nop()})
+	cfg := DefaultConfig()
+	cfg.Telemetry.Enabled = true // the rows that config gates are in the table too
+	b, err := New(Options{Config: cfg, Client: cl, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

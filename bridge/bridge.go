@@ -35,6 +35,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -81,6 +82,7 @@ type Bridge struct {
 	pids     *producerState     // producer ids and idempotence (pids.go)
 	metrics  Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget   *budget.Budget     // memory budget of fetch buffers (package budget)
+	telem    *telemetry.Store   // client metrics (KIP-714); nil when disabled
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -121,6 +123,9 @@ func New(o Options) (*Bridge, error) {
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)
 	b.pids.ids = newPIDLeaser(b.takePIDBlock)
+	if o.Config.Telemetry.Enabled {
+		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
+	}
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {
 		return nil, err
@@ -131,16 +136,24 @@ func New(o Options) (*Bridge, error) {
 
 // apis builds the row of every Kafka API this bridge serves (one per API
 // file, registered with registerAPI): the one list dispatch, ApiVersions and
-// the metrics are built from.
+// the metrics are built from. A row builder returns a row without a
+// handler to leave its API out (a feature off by config).
 func (b *Bridge) apis() []API {
 	out := make([]API, 0, len(apiRows))
 	for _, row := range apiRows {
 		a := row(b)
+		if a.Handle == nil { // a row its config turns off (telemetry)
+			continue
+		}
 		a.FrameCharge = max(a.FrameCharge, frameCharge(a.Key))
 		out = append(out, a)
 	}
 	return out
 }
+
+// Telemetry returns the client-metrics store (KIP-714) to register on the
+// metrics registry; nil when telemetry.enabled is false.
+func (b *Bridge) Telemetry() *telemetry.Store { return b.telem }
 
 // SetBroker changes the advertised address, for callers that learn the bound
 // port only after the listener started.

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
@@ -26,6 +27,8 @@ type Config struct {
 	Producer ProducerConfig `koanf:"producer"`
 	// Fetch tunes long polling.
 	Fetch FetchConfig `koanf:"fetch"`
+	// Telemetry accepts and exports client metrics (KIP-714); off by default.
+	Telemetry telemetry.Config `koanf:"telemetry"`
 }
 
 // TopicsConfig maps Kafka topics to Iggy.
@@ -128,10 +131,11 @@ func DefaultConfig() Config {
 			DefaultPartitions: 1,
 			MaxMessageBytes:   topicconfig.DefaultMaxMessageBytes,
 		},
-		Groups:   groups.DefaultConfig(),
-		Offsets:  OffsetsConfig{Mode: "auto"},
-		Producer: ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
-		Fetch:    FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
+		Groups:    groups.DefaultConfig(),
+		Offsets:   OffsetsConfig{Mode: "auto"},
+		Producer:  ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
+		Fetch:     FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
+		Telemetry: telemetry.DefaultConfig(),
 	}
 }
 
@@ -143,6 +147,9 @@ func (c Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if err := c.Telemetry.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if n := len(c.Topics.DefaultStream); n < 1 || n > 255 {
 		bad("topics.default_stream", "must be 1..255 bytes, got %d", n)

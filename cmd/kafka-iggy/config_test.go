@@ -309,6 +309,9 @@ func TestExampleConfigGolden(t *testing.T) {
 		Peers:        cluster.DefaultPeersConfig(),
 		Coordination: cluster.DefaultCoordinationConfig(),
 	}
+	tm := &want.Bridge.Telemetry // the example's telemetry section: the defaults, off
+	tm.Metrics = []string{"org.apache.kafka.producer.", "org.apache.kafka.consumer."}
+	tm.PushInterval, tm.MaxBytes, tm.MaxClients, tm.MaxSeriesPerClient = 5*time.Minute, 1048576, 1000, 2000
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
 		for _, lf := range leafIndex().list {

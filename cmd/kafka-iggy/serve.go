@@ -133,6 +133,9 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 		return err
 	}
+	if t := br.Telemetry(); t != nil {
+		metrics.Registry().MustRegister(t) // client metrics (KIP-714) on /metrics
+	}
 	if router != nil {
 		router.Start()
 		metrics.SetCoordination(cfg.Coordination.Domain, func() admin.CoordinationStats {

@@ -22,8 +22,9 @@ type kafkaAPI struct {
 func issue(n int, what string) string { return fmt.Sprintf("%s (issue %d)", what, n) }
 
 // kafkaAPIs lists every API key of Kafka 4.4.0's ApiVersions answer on a
-// client listener (KRaft combined node, no metrics reporter: the telemetry
-// pair 71/72 is not advertised by Kafka either), in key order.
+// client listener (KRaft combined node), in key order; the telemetry pair
+// 71/72 is advertised by Kafka only with a metrics reporter that accepts
+// client metrics, and by the sidecar only with telemetry.enabled.
 var kafkaAPIs = []kafkaAPI{
 	{0, "Produce", "v0-v13", "served v0-v13", ""},
 	{1, "Fetch", "v4-v18", "served v0-v18", "v0-v3 down-converted to message sets; sessions (KIP-227) kept per sidecar; max_bytes 0 returns the first record, where Kafka returns the producer's whole first batch (the sidecar does not keep batches)"},
@@ -82,7 +83,9 @@ var kafkaAPIs = []kafkaAPI{
 	{66, "ListTransactions", "v0-v2", "not advertised", issue(25, "transactions")},
 	{68, "ConsumerGroupHeartbeat", "v0-v1", "not advertised", issue(26, "the KIP-848 group protocol")},
 	{69, "ConsumerGroupDescribe", "v0-v1", "not advertised", issue(26, "the KIP-848 group protocol")},
-	{74, "ListConfigResources", "v0-v1", "not advertised", "lists client-metrics and group config resources: client telemetry (KIP-714) is not served yet (issue 28)"},
+	{71, "GetTelemetrySubscriptions", "v0", "served v0", "KIP-714, advertised only with telemetry.enabled (default false; Kafka only with a client-metrics reporter): one subscription for every client (telemetry.metrics, push_interval), the subscription id computed as Kafka's, cumulative temporality where Kafka asks for delta"},
+	{72, "PushTelemetry", "v0", "served v0", "KIP-714, advertised only with telemetry.enabled: Kafka's error codes; the pushed Gauge and Sum points are exported on the admin /metrics labelled client_id and client_instance_id; a client moving to another sidecar keeps pushing there (the subscription id depends on the configuration and the instance only)"},
+	{74, "ListConfigResources", "v0-v1", "not advertised", "lists client-metrics and group config resources: client-metrics resources are not kept (the subscription is sidecar config, telemetry.*)"},
 	{75, "DescribeTopicPartitions", "v0", "served v0", "KIP-966, with Kafka's paging"},
 	{76, "ShareGroupHeartbeat", "v1", "not advertised", "share groups (KIP-932): advertised only once served"},
 	{77, "ShareGroupDescribe", "v1", "not advertised", "share groups (KIP-932): advertised only once served"},
@@ -117,7 +120,7 @@ func apiTableMarkdown() string {
 			served++
 		}
 	}
-	fmt.Fprintf(&b, "%s\n\nEvery API key Apache Kafka 4.4.0 advertises on a client listener (%d keys), and what the sidecar does with it: served (the versions it advertises), answered as disabled, or not advertised (a client then does not send it), and why. The sidecar serves %d of them. Kafka 4.4 advertises GetTelemetrySubscriptions (71) and PushTelemetry (72) only with a metrics reporter that accepts client telemetry (KIP-714), none by default; the sidecar does not advertise them either (client telemetry is not served yet). This table is scripts/e2e/compat/apis.go; bridge/compat_table_test.go holds it to the sidecar's dispatch table, and scripts/e2e/adminapis_diff_test.go and fetchsession_diff_test.go compare the answers of the newer ones with Kafka's.\n\n", apiTableHeading, len(kafkaAPIs), served)
+	fmt.Fprintf(&b, "%s\n\nEvery API key Apache Kafka 4.4.0 advertises on a client listener (%d keys), and what the sidecar does with it: served (the versions it advertises), answered as disabled, or not advertised (a client then does not send it), and why. The sidecar serves %d of them. Kafka 4.4 advertises GetTelemetrySubscriptions (71) and PushTelemetry (72) only with a metrics reporter that accepts client telemetry (KIP-714), none by default; the sidecar advertises them only with telemetry.enabled (default false), and counts them as served. This table is scripts/e2e/compat/apis.go; bridge/compat_table_test.go holds it to the sidecar's dispatch table, and scripts/e2e/adminapis_diff_test.go and fetchsession_diff_test.go compare the answers of the newer ones with Kafka's.\n\n", apiTableHeading, len(kafkaAPIs), served)
 	b.WriteString("| key | API | Kafka 4.4.0 | sidecar | notes |\n|---|---|---|---|---|\n")
 	for _, a := range kafkaAPIs {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", a.Key, a.Name, a.Kafka, a.Sidecar, mdEscape(a.Why))
