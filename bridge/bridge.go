@@ -32,6 +32,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
@@ -75,12 +76,13 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   groups.Service     // consumer groups (bridge/groups, or the cluster router)
-	offsets  *offsets.Store     // committed offsets in Iggy (bridge/offsets)
-	store    *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
-	pids     *producerState     // producer ids and idempotence (pids.go)
-	metrics  Metrics            // error codes, groups, fetch waiters (metrics.go)
-	budget   *budget.Budget     // memory budget of fetch buffers (package budget)
+	groups   groups.Service       // consumer groups (bridge/groups, or the cluster router)
+	cgroups  *cgroups.Coordinator // consumer-protocol (KIP-848) groups (bridge/cgroups)
+	offsets  *offsets.Store       // committed offsets in Iggy (bridge/offsets)
+	store    *topicconfig.Store   // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	pids     *producerState       // producer ids and idempotence (pids.go)
+	metrics  Metrics              // error codes, groups, fetch waiters (metrics.go)
+	budget   *budget.Budget       // memory budget of fetch buffers (package budget)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -118,6 +120,7 @@ func New(o Options) (*Bridge, error) {
 	if o.Groups != nil {
 		b.groups = o.Groups(local)
 	}
+	b.cgroups = cgroups.New(o.Config.ConsumerGroups, o.Log, nil)
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {

@@ -12,17 +12,17 @@ import (
 	"time"
 )
 
-// Config tunes the coordinator (keys groups.consumer_*).
+// Config tunes the coordinator (keys consumer_groups.*).
 type Config struct {
 	// HeartbeatInterval is handed to members
 	// (group.consumer.heartbeat.interval.ms). Default 5s.
-	HeartbeatInterval time.Duration
+	HeartbeatInterval time.Duration `koanf:"heartbeat_interval"`
 	// SessionTimeout removes a member that has not heartbeated for it
 	// (group.consumer.session.timeout.ms). Default 45s.
-	SessionTimeout time.Duration
+	SessionTimeout time.Duration `koanf:"session_timeout"`
 	// MaxSize is the most members a group may have
 	// (group.consumer.max.size). Default unlimited.
-	MaxSize int32
+	MaxSize int32 `koanf:"max_size"`
 }
 
 // DefaultConfig returns Kafka's defaults.

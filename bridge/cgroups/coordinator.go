@@ -148,6 +148,7 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep(now)
 	g := c.groups[p.Group]
 	if g == nil {
 		if p.MemberEpoch != joinEpoch {
@@ -434,11 +435,16 @@ func (g *group) own(m *member) {
 
 // Sweep removes the members whose session timed out, and the members that
 // did not revoke partitions within their rebalance timeout (fenced, as
-// Kafka fences them). Call it periodically (Run) or from tests.
+// Kafka fences them). Every Heartbeat, Describe and List sweeps first, so
+// no timer is needed: a timed-out member's partitions matter only to the
+// heartbeats of the members that take them over.
 func (c *Coordinator) Sweep() {
-	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep(c.now())
+}
+
+func (c *Coordinator) sweep(now time.Time) {
 	for _, g := range c.groups {
 		for _, m := range g.members {
 			switch {
@@ -447,20 +453,6 @@ func (c *Coordinator) Sweep() {
 			case m.state == unrevokedPartitions && now.After(m.revokeDeadline):
 				c.removeMember(g, m, "rebalance_timeout")
 			}
-		}
-	}
-}
-
-// Run sweeps every second until stop is closed.
-func (c *Coordinator) Run(stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			c.Sweep()
 		}
 	}
 }

@@ -177,7 +177,7 @@ func TestLeaveAndSessionTimeout(t *testing.T) {
 	a.beat(t, c, topics)
 	clk.t = clk.t.Add(20 * time.Second)
 	c.Sweep()
-	if _, _, ok := c.MemberEpoch("g", "b"); ok {
+	if hasMember(c, "b") {
 		t.Fatal("b outlived its session timeout")
 	}
 	settle(t, c, topics, cls[:1])
@@ -218,10 +218,13 @@ func TestRebalanceTimeoutFences(t *testing.T) {
 	if len(b.owned) != 0 {
 		t.Fatalf("b got %v while a still owns them", b.owned)
 	}
-	clk.t = clk.t.Add(61 * time.Second)
+	// Both keep their sessions alive; a still does not revoke.
+	clk.t = clk.t.Add(30 * time.Second)
 	b.beat(t, c, topics)
+	a.beatRaw(c, topics)
+	clk.t = clk.t.Add(31 * time.Second)
 	c.Sweep()
-	if _, _, ok := c.MemberEpoch("g", "a"); ok {
+	if hasMember(c, "a") {
 		t.Fatal("a was not fenced after its rebalance timeout")
 	}
 	settle(t, c, topics, []*client{b})
@@ -400,5 +403,53 @@ func TestServerAssignorChoice(t *testing.T) {
 	a.join(t, c, topics, []string{"t"}, "range")
 	if d, _ := c.Describe("g"); d.Assignor != "range" {
 		t.Fatalf("assignor %q", d.Assignor)
+	}
+}
+
+func hasMember(c *Coordinator, id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups["g"].members[id] != nil
+}
+
+// OffsetCommit and OffsetFetch of a consumer-protocol group: the member
+// epoch must be the member's current one.
+func TestOffsetChecks(t *testing.T) {
+	c, _ := newTestCoordinator()
+	topics := map[string]int32{"t": 2}
+	if _, cg := c.ValidateCommit("g", "a", 1, 9); cg {
+		t.Fatal("an unknown group is not a consumer-protocol group")
+	}
+	a := &client{id: "a"}
+	a.join(t, c, topics, []string{"t"}, "")
+	for _, tc := range []struct {
+		member  string
+		epoch   int32
+		version int16
+		code    int16
+	}{
+		{"a", a.epoch, 9, 0},
+		{"a", a.epoch - 1, 9, kerr.StaleMemberEpoch.Code},
+		{"a", a.epoch + 1, 9, kerr.StaleMemberEpoch.Code},
+		{"a", a.epoch, 8, kerr.UnsupportedVersion.Code},
+		{"b", a.epoch, 9, kerr.UnknownMemberID.Code},
+		{"", -1, 9, kerr.UnknownMemberID.Code}, // the group has members
+	} {
+		if code, cg := c.ValidateCommit("g", tc.member, tc.epoch, tc.version); !cg || code != tc.code {
+			t.Errorf("commit %+v: code %d", tc, code)
+		}
+	}
+	if code, _ := c.ValidateFetch("g", nil, -1); code != 0 {
+		t.Errorf("admin fetch: %d", code)
+	}
+	if code, _ := c.ValidateFetch("g", str("a"), a.epoch-1); code != kerr.StaleMemberEpoch.Code {
+		t.Errorf("stale fetch: %d", code)
+	}
+	if code, _ := c.ValidateFetch("g", str("a"), a.epoch); code != 0 {
+		t.Errorf("fetch: %d", code)
+	}
+	c.Heartbeat(HeartbeatParams{Group: "g", MemberID: "a", MemberEpoch: leaveEpoch, RebalanceTimeout: -1}, topics)
+	if code, cg := c.ValidateCommit("g", "", -1, 9); !cg || code != 0 {
+		t.Errorf("admin commit to the empty group: %d", code)
 	}
 }

@@ -59,6 +59,7 @@ func (g *group) state() string {
 func (c *Coordinator) Describe(id string) (Description, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep(c.now())
 	g := c.groups[id]
 	if g == nil {
 		return Description{}, false
@@ -84,6 +85,7 @@ func (c *Coordinator) Describe(id string) (Description, bool) {
 func (c *Coordinator) List() []Listing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sweep(c.now())
 	out := make([]Listing, 0, len(c.groups))
 	for id, g := range c.groups {
 		out = append(out, Listing{Group: id, State: g.state()})
@@ -92,19 +94,3 @@ func (c *Coordinator) List() []Listing {
 	return out
 }
 
-// MemberEpoch reports a member's epoch for the offset APIs' checks:
-// group is false when the group is not a consumer-protocol group held
-// here, member false when it has no such member.
-func (c *Coordinator) MemberEpoch(group, memberID string) (epoch int32, isGroup, isMember bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g := c.groups[group]
-	if g == nil {
-		return 0, false, false
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return 0, true, false
-	}
-	return m.epoch, true, true
-}

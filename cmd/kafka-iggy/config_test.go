@@ -261,9 +261,10 @@ func TestExampleConfigGolden(t *testing.T) {
 				MaxSessionTimeout:     30 * time.Minute,
 				MaxSize:               2147483647,
 			},
-			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
-			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
-			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680},
+			ConsumerGroups: bridge.ConsumerGroupsConfig{HeartbeatInterval: 5 * time.Second, SessionTimeout: 45 * time.Second, MaxSize: 2147483647},
+			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
+			Producer:       bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
+			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
