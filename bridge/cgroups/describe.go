@@ -94,3 +94,23 @@ func (c *Coordinator) List() []Listing {
 	return out
 }
 
+// ClassicJoin tells JoinGroup (the classic protocol) whether it must refuse
+// the group id: true when a consumer-protocol group of that id has members
+// (Kafka answers INCONSISTENT_GROUP_PROTOCOL without its online
+// downgrade). An empty consumer-protocol group is dropped, as Kafka
+// converts it, and the classic group may take the id.
+func (c *Coordinator) ClassicJoin(group string) (refuse bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweep(c.now())
+	g := c.groups[group]
+	if g == nil {
+		return false
+	}
+	if len(g.members) > 0 {
+		return true
+	}
+	delete(c.groups, group)
+	c.log.Info().Str("group", group).Msg("empty consumer group dropped for a classic join")
+	return false
+}
