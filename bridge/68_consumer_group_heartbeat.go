@@ -27,9 +27,11 @@ package bridge
 //     its partition count) is read from Iggy on every heartbeat; Iggy
 //     unreachable: COORDINATOR_NOT_AVAILABLE. Owned partitions of a topic
 //     id no topic has are ignored (the topic is gone).
-//   - Groups are held by the sidecar that receives the heartbeat; they are
-//     not yet forwarded to the shard owner, and their state lives in
-//     memory only.
+//   - Groups are held by the sidecar that receives the heartbeat, in
+//     memory only. With peers.address set (groups across sidecars) they
+//     are not forwarded to the shard owner yet, so every heartbeat answers
+//     UNSUPPORTED_VERSION rather than let each sidecar assign the same
+//     partitions: clients use group.protocol=classic there.
 //
 // Version notes: v1 SubscribedTopicRegex, and the client names its member
 // id (KIP-1082); v0 gets a member id from the coordinator.
@@ -62,6 +64,9 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		return resp, nil
 	}
 
+	if !b.cgroupsServed {
+		return answer(kerr.UnsupportedVersion.Code, "consumer-protocol groups are not coordinated across sidecars yet (peers.address is set): use group.protocol=classic")
+	}
 	p := cgroups.HeartbeatParams{
 		Group:            req.Group,
 		MemberID:         req.MemberID,

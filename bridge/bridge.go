@@ -78,11 +78,14 @@ type Bridge struct {
 	notify   *notifier
 	groups   groups.Service       // consumer groups (bridge/groups, or the cluster router)
 	cgroups  *cgroups.Coordinator // consumer-protocol (KIP-848) groups (bridge/cgroups)
-	offsets  *offsets.Store       // committed offsets in Iggy (bridge/offsets)
-	store    *topicconfig.Store   // topic configs and log start offsets in Iggy (bridge/topicconfig)
-	pids     *producerState       // producer ids and idempotence (pids.go)
-	metrics  Metrics              // error codes, groups, fetch waiters (metrics.go)
-	budget   *budget.Budget       // memory budget of fetch buffers (package budget)
+	// cgroupsServed: consumer-protocol groups are served (one sidecar;
+	// not yet across sidecars, where each would hold its own copy).
+	cgroupsServed bool
+	offsets       *offsets.Store     // committed offsets in Iggy (bridge/offsets)
+	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	pids          *producerState     // producer ids and idempotence (pids.go)
+	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
+	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -121,6 +124,7 @@ func New(o Options) (*Bridge, error) {
 		b.groups = o.Groups(local)
 	}
 	b.cgroups = cgroups.New(o.Config.ConsumerGroups, o.Log, nil)
+	b.cgroupsServed = o.Groups == nil
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {
