@@ -42,11 +42,10 @@ package bridge
 //     interval check is one GET_TOPIC per topic (every partition's end
 //     offset) and the partitions are read again only when one moved. It
 //     answers what it has when the deadline passes or the connection closes.
-//   - Sessions (KIP-227): none are created. SessionID 0 with epoch 0 or -1
-//     is a full, sessionless fetch answered with SessionID 0 (clients then
-//     keep sending full fetches); any other SessionID answers
-//     FETCH_SESSION_ID_NOT_FOUND (70), SessionID 0 with another epoch
-//     INVALID_FETCH_SESSION_EPOCH (71). ForgottenTopics are ignored.
+//   - Sessions (KIP-227, package bridge/fetchsession): epoch -1 is a sessionless full
+//     fetch (answered with SessionID 0), epoch 0 a full fetch that creates
+//     a session, then incremental fetches send and are answered only what
+//     changed; the cache holds fetch.session_cache_slots sessions.
 //   - Unknown topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION (no
 //     auto-creation on fetch); unknown topic ids (v13+) UNKNOWN_TOPIC_ID
 //     (100). Iggy failures map through kafkaCode (errors.go).
@@ -79,6 +78,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -111,13 +111,14 @@ const (
 type fetcher struct {
 	b       *Bridge
 	parts   partCache
+	session *fetchsession.Cache // the fetch session cache (package fetchsession)
 	writers sync.Pool
 	skipped atomic.Uint64
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
 func (b *Bridge) fetchAPI() API {
-	f := &fetcher{b: b}
+	f := &fetcher{b: b, session: fetchsession.New(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
@@ -145,6 +146,8 @@ type fetchPart struct {
 	internal  bool  // __consumer_offsets: an empty partition, no Iggy read
 	start     int   // record bytes in the response buffer: [start, end)
 	end       int
+	lastHW    int64 // incremental session: the high watermark last answered
+	lastLS    int64 // and log start (valid when lastHW >= 0)
 }
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
@@ -152,17 +155,23 @@ var _ VectoredResponse = (*records.FetchResponse)(nil)
 func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	var sess *fetchsession.Fetch
 	if rq.Version >= 7 {
-		switch {
-		case req.SessionID != 0:
-			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-			return resp, nil
-		case req.SessionEpoch != 0 && req.SessionEpoch != -1:
-			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		// fetchsession: an incremental fetch reads every partition of
+		// its session; finish keeps the ones to answer.
+		var code int16
+		if req, sess, code = f.session.Begin(rq.Version, req); code != 0 {
+			resp.ErrorCode = code
 			return resp, nil
 		}
 	}
 	parts := f.plan(ctx, rq, req, resp)
+	for i := range parts {
+		parts[i].lastHW = -1
+		if hw, ls, ok := sess.LastAnswered(i); ok {
+			parts[i].lastHW, parts[i].lastLS = hw, ls
+		}
+	}
 
 	deadline := receivedAt(rq).Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	var wake chan struct{}
@@ -204,6 +213,9 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 			p.rp.RecordBatches = []byte{} // empty, not null: some clients refuse null records
 		}
 	}
+	if sess != nil {
+		f.session.Finish(sess, rq.Version, resp)
+	}
 	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
 }
 
@@ -228,7 +240,9 @@ func (r *fetchReserve) grow(ctx context.Context, respMax int) (limit int, ok boo
 	if r.budget == nil {
 		return respMax, true
 	}
-	want := int64(respMax) + int64(min(respMax, fetchMaxPollBytes))
+	// At least a byte: a response limit of 0 still carries the first
+	// record (KIP-74), charged by settle.
+	want := max(int64(respMax)+int64(min(respMax, fetchMaxPollBytes)), 1)
 	if r.held < want {
 		r.held += r.budget.TryUpTo(want - r.held)
 	}
@@ -435,6 +449,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 	// No record returned yet: the next one goes in whatever its size
 	// (unless the budget granted nothing at all).
 	first := granted
+	ends := f.sessionEnds(ctx, parts)
 	for i := range parts {
 		p := &parts[i]
 		rp := p.rp
@@ -442,6 +457,12 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		if p.code != 0 {
 			setFetchError(rp, p.code)
 			failed = true
+			continue
+		}
+		if p.lastHW >= 0 && p.offset == p.lastHW && ends[p.info] != nil && logEnd(ends[p.info], p.partition) == p.lastHW {
+			// Incremental session, caught up, log end unmoved: nothing to
+			// read, and the session leaves it out of the answer.
+			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
 			continue
 		}
 		if p.internal {
@@ -493,6 +514,33 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		cut = cut || (r.cut && limit < p.maxBytes)
 	}
 	return len(buf.B), failed, cut
+}
+
+// sessionEnds asks Iggy once per topic (GET_TOPIC) for the end offsets of
+// the topics holding an incremental session's caught-up partitions, so
+// that pass polls only the partitions that may have something new; nil
+// when there are none (a topic that cannot be asked is left out: its
+// partitions are read).
+func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart) map[*iggy.TopicInfo]*iggy.TopicInfo {
+	var ends map[*iggy.TopicInfo]*iggy.TopicInfo
+	for i := range parts {
+		p := &parts[i]
+		if p.lastHW < 0 || p.offset != p.lastHW || p.code != 0 || p.internal || p.info == nil {
+			continue
+		}
+		if _, done := ends[p.info]; done {
+			continue
+		}
+		if ends == nil {
+			ends = map[*iggy.TopicInfo]*iggy.TopicInfo{}
+		}
+		fresh, err := f.b.iggy.RefreshTopic(ctx, p.info.Ref)
+		if err != nil {
+			fresh = nil
+		}
+		ends[p.info] = fresh
+	}
+	return ends
 }
 
 // setFetchError fills a failed partition as Kafka does: the code and -1

@@ -325,10 +325,11 @@ func TestFetchOffsetsAndErrors(t *testing.T) {
 	if resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
 		t.Fatalf("unknown id: %+v", resp.Topics[0].Partitions[0])
 	}
-	// Sessions: none are created; unknown ids and bad epochs are refused.
+	// Sessions (fetchsession_test.go): epoch 0 creates one; unknown ids
+	// are refused.
 	req := fetchReq(0, 1, 1<<20, fetchPart{topic: topic, offset: 0, maxBytes: 1 << 20})
 	req.SessionID, req.SessionEpoch = 0, 0
-	if resp := rk.fetch(7, req); resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+	if resp := rk.fetch(7, req); resp.ErrorCode != 0 || resp.SessionID <= 0 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
 		t.Fatalf("session create: %d %d", resp.ErrorCode, resp.SessionID)
 	}
 	req.SessionID, req.SessionEpoch = 12, 1
@@ -336,7 +337,7 @@ func TestFetchOffsetsAndErrors(t *testing.T) {
 		t.Fatalf("session 12: %d", resp.ErrorCode)
 	}
 	req.SessionID, req.SessionEpoch = 0, 3
-	if resp := rk.fetch(12, req); resp.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
+	if resp := rk.fetch(12, req); resp.ErrorCode != kerr.FetchSessionIDNotFound.Code || len(resp.Topics) != 0 {
 		t.Fatalf("epoch 3: %d", resp.ErrorCode)
 	}
 	// Both isolation levels read the same.
@@ -553,5 +554,44 @@ func TestFetchBrokerMaxBytes(t *testing.T) {
 	dc := rk.do(req, 4).(*kmsg.DescribeConfigsResponse)
 	if c := dc.Resources[0].Configs; len(c) != 1 || *c[0].Value != strconv.Itoa(capBytes) || c[0].Source != kmsg.ConfigSourceStaticBrokerConfig || !c[0].ReadOnly {
 		t.Fatalf("describe broker fetch.max.bytes: %+v", c)
+	}
+}
+
+// TestFetchSessionlessAndZeroMaxBytes: a Fetch with session id -1 and
+// epoch -1 (a client that keeps no fetch session) is a full fetch answered
+// with the data and session id 0, at every session version; and a Fetch
+// whose max_bytes and partition max_bytes are 0 still carries the first
+// record, whole (KIP-74), in a batch that decodes.
+func TestFetchSessionlessAndZeroMaxBytes(t *testing.T) {
+	s := startStack(t)
+	rk := dialRaw(t, s.Addr)
+	const topic = "sessionless"
+	id := createTopic(t, rk, topic)
+	big := bytes.Repeat([]byte("z"), 3000)
+	rk.produceValues(topic, 0, []byte("one"), []byte("two"), []byte("three"))
+	rk.produceValues(topic, 0, big)
+	for _, v := range []int16{7, 12, 16} {
+		req := fetchReq(0, 1, 1<<20, fetchPart{topic: topic, topicID: id, maxBytes: 1 << 20})
+		req.SessionID, req.SessionEpoch = -1, -1
+		resp := rk.fetch(v, req)
+		if resp.ErrorCode != 0 || resp.SessionID != 0 || len(resp.Topics) != 1 {
+			t.Fatalf("v%d sessionless: error %d, session %d, %d topics", v, resp.ErrorCode, resp.SessionID, len(resp.Topics))
+		}
+		if recs, _ := decodeBatches(t, resp.Topics[0].Partitions[0].RecordBatches); len(recs) != 4 {
+			t.Fatalf("v%d sessionless: %d records", v, len(recs))
+		}
+	}
+	for _, tc := range []struct {
+		offset int64
+		want   string
+	}{{0, "one"}, {3, string(big)}} {
+		for _, v := range []int16{4, 12} {
+			resp := rk.fetch(v, fetchReq(0, 0, 0, fetchPart{topic: topic, offset: tc.offset, maxBytes: 0}))
+			p := resp.Topics[0].Partitions[0]
+			recs, _ := decodeBatches(t, p.RecordBatches)
+			if p.ErrorCode != 0 || len(recs) != 1 || recs[0].offset != tc.offset || string(recs[0].value) != tc.want || p.HighWatermark != 4 {
+				t.Fatalf("v%d max_bytes 0 at %d: error %d, %d records, hw %d", v, tc.offset, p.ErrorCode, len(recs), p.HighWatermark)
+			}
+		}
 	}
 }

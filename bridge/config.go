@@ -100,6 +100,12 @@ type FetchConfig struct {
 	// progress. Like a Kafka broker there is no separate per-partition cap.
 	// Default 57671680 (55 MiB, Kafka's default).
 	MaxBytes int `koanf:"max_bytes"`
+	// SessionCacheSlots bounds the fetch sessions (KIP-227) this sidecar
+	// keeps: Kafka's max.incremental.fetch.session.cache.slots. When it is
+	// full, a new session takes the slot of one idle for two minutes, or of
+	// a smaller one older than that, else is not created (the client keeps
+	// sending full fetches). 0 keeps none. Default 1000 (Kafka's).
+	SessionCacheSlots int `koanf:"session_cache_slots"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -115,7 +121,7 @@ func DefaultConfig() Config {
 		ConsumerGroups: cgroups.DefaultConfig(),
 		Offsets:        OffsetsConfig{Mode: "auto"},
 		Producer:       ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000},
-		Fetch:          FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes},
+		Fetch:          FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000},
 	}
 }
 
@@ -173,6 +179,9 @@ func (c Config) Validate() error {
 	}
 	if c.Fetch.MaxBytes < 1 || c.Fetch.MaxBytes > math.MaxInt32 {
 		bad("fetch.max_bytes", "must be 1..%d, got %d", math.MaxInt32, c.Fetch.MaxBytes)
+	}
+	if c.Fetch.SessionCacheSlots < 0 {
+		bad("fetch.session_cache_slots", "must be 0 or more, got %d", c.Fetch.SessionCacheSlots)
 	}
 	return errors.Join(errs...)
 }

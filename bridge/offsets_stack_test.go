@@ -295,10 +295,17 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 	if code != 0 || got["events"][0] != (fetched{5, 0}) || got["events"][1] != (fetched{-1, 0}) {
 		t.Fatalf("fetch: %v %d", got, code)
 	}
-	// The high watermark itself is allowed, beyond it is refused.
+	// The high watermark itself is stored in Iggy; beyond it Iggy refuses
+	// the offset and the beyond log keeps it (offsets_beyond_test.go).
 	codes := rawCommit(r, 8, "audit", "events", [16]byte{}, map[int32]int64{0: 10, 1: 1})
-	if codes[0] != 0 || codes[1] != kerr.OffsetOutOfRange.Code {
+	if codes[0] != 0 || codes[1] != 0 {
 		t.Fatalf("commit at / beyond the high watermark: %v", codes)
+	}
+	if got, _ := rawFetch(r, 8, "audit", strPtr("events"), [16]byte{}, 1); got["events"][1] != (fetched{1, 0}) {
+		t.Fatalf("fetch of a commit beyond the high watermark: %v", got)
+	}
+	if _, ok := iggyStored(t, s, icodec.ConsumerKindConsumer, "audit", "events", 1); ok {
+		t.Fatal("a commit beyond the high watermark reached the Iggy consumer offset")
 	}
 	if v, ok := iggyStored(t, s, icodec.ConsumerKindConsumer, "audit", "events", 0); !ok || v != 9 {
 		t.Fatalf("kind 1 value %d %v, want 9", v, ok)
@@ -318,12 +325,13 @@ func TestOffsetsConsumerFallback(t *testing.T) {
 	if iggyGroupExists(t, s, "audit", "events") {
 		t.Fatal("consumer mode created an Iggy consumer group")
 	}
-	// Null topic list: only partitions with an offset.
+	// Null topic list: only partitions with an offset (1 from the beyond
+	// log).
 	if codes := rawCommit(r, 8, "audit", "events", [16]byte{}, map[int32]int64{0: 7}); codes[0] != 0 {
 		t.Fatal(codes)
 	}
 	all, code := rawFetch(r, 8, "audit", nil, [16]byte{})
-	if code != 0 || len(all) != 1 || len(all["events"]) != 1 || all["events"][0] != (fetched{7, 0}) {
+	if code != 0 || len(all) != 1 || len(all["events"]) != 2 || all["events"][0] != (fetched{7, 0}) || all["events"][1] != (fetched{1, 0}) {
 		t.Fatalf("null-topic fetch: %v %d", all, code)
 	}
 }

@@ -118,12 +118,11 @@ func TestOffsetsCommitZeroConsumerMode(t *testing.T) {
 		t.Fatalf("kadm FetchOffsets, partition 1: %+v %v", o, ok)
 	}
 
-	// An empty partition: Iggy refuses offset 0 there, so nothing is
-	// stored; the commit succeeds and reads back as -1 (earliest = latest
-	// = 0 while it is empty).
+	// An empty partition: Iggy refuses offset 0 there, so neither key is
+	// stored; the beyond log keeps the commit and it reads back as 0.
 	commit(map[int32]int64{2: 0})
-	if o := fetch(2); o != -1 {
-		t.Fatalf("commit 0 on an empty partition: fetched %d, want -1", o)
+	if o := fetch(2); o != 0 {
+		t.Fatalf("commit 0 on an empty partition: fetched %d, want 0", o)
 	}
 	keys(2, iggyKeys{main: -1})
 

@@ -143,7 +143,7 @@ var chartVariants = map[string][]string{
 		"--set-string", "config.topics.overrides.orders\\.v1=shop/orders",
 		"--set", "sidecar.extraEnv[0].name=KAFKA_IGGY_LOG__LEVEL,sidecar.extraEnv[0].value=debug",
 		"--set", "app.ports[0].name=http,app.ports[0].containerPort=8080",
-		"--set", "prometheusAnnotations=false,sidecar.goMemLimitFromResources=false",
+		"--set", "prometheusAnnotations=false",
 	},
 }
 
@@ -153,6 +153,12 @@ func TestHelmLint(t *testing.T) {
 		out, err := exec.Command(helm, append([]string{"lint", "--strict", chartDir}, set...)...).CombinedOutput()
 		if err != nil {
 			t.Errorf("helm lint (%s): %v\n%s", name, err, out)
+		}
+	}
+	// The injector variants lint too (injector_test.go renders them).
+	for _, set := range []string{"injector.enabled=true,app.enabled=false", "injector.enabled=true,injector.certManager.enabled=true"} {
+		if out, err := exec.Command(helm, "lint", "--strict", chartDir, "--set", set).CombinedOutput(); err != nil {
+			t.Errorf("helm lint (%s): %v\n%s", set, err, out)
 		}
 	}
 	// values.schema.json is enforced.

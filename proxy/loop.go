@@ -228,6 +228,7 @@ func (h *handler) OnTick() (time.Duration, gnet.Action) {
 	}
 	s.connsMu.Unlock()
 	now := time.Now().UnixNano()
+	s.live.observe(s, s.tickBuf, now)
 	idle := s.cfg.Limits.IdleTimeout
 	for i, cs := range s.tickBuf {
 		s.tickBuf[i] = nil

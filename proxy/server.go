@@ -114,6 +114,7 @@ type Server struct {
 	conns   map[uint64]*conn
 	tickMu  sync.Mutex // serialises OnTick (gnet calls it from one goroutine; tests too)
 	tickBuf []*conn    // guarded by tickMu
+	live    liveness   // progress of the ticker, the loops and the pool (liveness.go)
 
 	eng      gnet.Engine
 	addr     net.Addr // set in OnBoot, before booted closes
@@ -156,7 +157,7 @@ func New(cfg Config, d Dispatcher, log zerolog.Logger, opts ...Option) (*Server,
 		return nil, fmt.Errorf("limits.max_frame_bytes: %d is above the memory budget (%d bytes): a frame that large could never be read", cfg.Limits.MaxFrameBytes, total)
 	}
 	s.baseCtx, s.baseCancel = context.WithCancel(context.Background())
-	s.pool = newWorkerPool(cfg.Gnet.WorkerPoolSize, cfg.Gnet.WorkerQueueSize, s.serve)
+	s.pool = newWorkerPool(cfg.Gnet.WorkerPoolSize, cfg.Gnet.WorkerQueueSize, s.live.counting(s.serve))
 	s.tickEvery = 100 * time.Millisecond
 	if idle := cfg.Limits.IdleTimeout; idle > 0 && idle/4 < s.tickEvery {
 		s.tickEvery = max(idle/4, 10*time.Millisecond)

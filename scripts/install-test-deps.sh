@@ -171,6 +171,15 @@ PY
     echo "$schema_stamp" >"$k8s_schemas/stamp"
 fi
 
+# --- promtool (Debian's prometheus package) for deploy/monitoring_test.go -----
+# Checks the alert rules of deploy/prometheus. The package also installs the
+# Prometheus server; nothing here starts it.
+echo "== test deps: promtool"
+if ! command -v promtool >/dev/null 2>&1; then
+    apt_install prometheus
+    command -v promtool >/dev/null 2>&1 || { echo "install-test-deps: promtool still not on PATH after apt-get install prometheus" >&2; exit 1; }
+fi
+
 # --- The compatibility run (scripts/e2e/compat, `make e2e`) -------------------
 # Apache Kafka (broker + tools, latest 4.x and 3.9.x of scripts/kafka/versions.sh)
 # from Maven Central, the Java programs of scripts/e2e compiled against each

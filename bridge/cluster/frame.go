@@ -7,97 +7,80 @@ package cluster
 //	id   u64 (request id; a response carries its request's id)
 //	body
 //
-// big-endian. Strings are u32 length + bytes; nullable strings and bytes
-// are i32 length (-1: null) + bytes; lists are a u32 count. Encoders
-// append; the decoder is sticky: the first problem is kept (with the field
-// it happened in) and every later read returns zero values, so a body is
-// decoded straight through and checked once at the end.
+// little-endian, built from codec/wire's primitives. Strings are u32
+// length + bytes; nullable strings and bytes are i32 length (-1: null) +
+// bytes; lists are a u32 count. Encoders append; the decoder is
+// codec/wire's sticky Reader: the first problem is kept as a
+// *wire.DecodeError (message, field, offset) and every later read returns
+// zero values, so a body is decoded straight through and checked once at
+// the end.
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
-// Frame kinds. A response is its request's kind with kindResponse set.
+// Frame kinds of the handshake; the request kinds are the peer calls'
+// (calls.go). A response is its request's kind with kindResponse set.
 const (
 	kindChallenge uint8 = 1 // server -> client: nonce
 	kindHello     uint8 = 2 // client -> server: node, domain, nonce, proof
 	kindWelcome   uint8 = 3 // server -> client: proof of the server
 
-	kindJoin          uint8  = 10
-	kindSync          uint8  = 11
-	kindHeartbeat     uint8  = 12
-	kindLeave         uint8  = 13
-	kindDescribe      uint8  = 14
-	kindList          uint8  = 15
-	kindDelete        uint8  = 16
-	kindValidate      uint8  = 17
-	kindOffsetDelete  uint8  = 18
 	kindResponse      uint8  = 0x80
-	frameHeaderSize          = 4 + 1 + 8
 	handshakeMaxFrame        = 4096
 	nonceSize                = 32
 	macSize                  = 32
-	protocolVersion   uint16 = 1
+	protocolVersion   uint16 = 2 // 2: little-endian frames (codec/wire)
 )
 
-// requestKind reports whether k is a request the server serves.
-func requestKind(k uint8) bool { return k >= kindJoin && k <= kindOffsetDelete }
+// frameMessage names the frame layer in decoding errors.
+const frameMessage = "peer.frame"
 
-// errFrame is the class of every malformed-frame error.
-var errFrame = errors.New("cluster: malformed peer frame")
-
-// frameError is a decoding failure: the field and what was wrong.
-type frameError struct {
-	field string
-	why   string
+// frameErr is a malformed-frame error outside a body (size, kind).
+func frameErr(field, detail string, sentinel error) error {
+	return &wire.DecodeError{Message: frameMessage, Field: field, Err: sentinel, Detail: detail}
 }
 
-func (e *frameError) Error() string {
-	return "cluster: malformed peer frame: " + e.field + ": " + e.why
+// malformed reports whether err is a decoding failure of a peer frame.
+func malformed(err error) bool {
+	var de *wire.DecodeError
+	return errors.As(err, &de)
 }
-func (e *frameError) Unwrap() error { return errFrame }
 
-// appendFrame appends a frame header for a body of n bytes.
+// appendFrame appends a frame: header and body.
 func appendFrame(b []byte, kind uint8, id uint64, body []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(1+8+len(body)))
-	b = append(b, kind)
-	b = binary.BigEndian.AppendUint64(b, id)
+	b = wire.AppendU32LE(b, uint32(1+8+len(body)))
+	b = wire.AppendU8(b, kind)
+	b = wire.AppendU64LE(b, id)
 	return append(b, body...)
 }
 
 // parseHeader splits the part after the size field: kind, id, body.
 func parseHeader(p []byte) (kind uint8, id uint64, body []byte, err error) {
-	if len(p) < 9 {
-		return 0, 0, nil, &frameError{"header", fmt.Sprintf("%d bytes, want at least 9", len(p))}
-	}
-	return p[0], binary.BigEndian.Uint64(p[1:9]), p[9:], nil
+	r := wire.NewReader(p, frameMessage)
+	kind = r.U8("", "kind")
+	id = r.U64LE("", "id")
+	body = r.Rest("", "body")
+	return kind, id, body, r.Err()
 }
 
 // ---- encoder ----
 
 type enc struct{ b []byte }
 
-func (e *enc) u8(v uint8)   { e.b = append(e.b, v) }
-func (e *enc) i16(v int16)  { e.b = binary.BigEndian.AppendUint16(e.b, uint16(v)) }
-func (e *enc) u16(v uint16) { e.b = binary.BigEndian.AppendUint16(e.b, v) }
-func (e *enc) i32(v int32)  { e.b = binary.BigEndian.AppendUint32(e.b, uint32(v)) }
-func (e *enc) u32(v uint32) { e.b = binary.BigEndian.AppendUint32(e.b, v) }
-func (e *enc) i64(v int64)  { e.b = binary.BigEndian.AppendUint64(e.b, uint64(v)) }
-func (e *enc) u64(v uint64) { e.b = binary.BigEndian.AppendUint64(e.b, v) }
-func (e *enc) dur(d time.Duration) {
-	e.i64(int64(d))
-}
-func (e *enc) boolean(v bool) {
-	if v {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
-}
-func (e *enc) str(s string) { e.u32(uint32(len(s))); e.b = append(e.b, s...) }
+func (e *enc) u8(v uint8)          { e.b = wire.AppendU8(e.b, v) }
+func (e *enc) i16(v int16)         { e.b = wire.AppendI16LE(e.b, v) }
+func (e *enc) u16(v uint16)        { e.b = wire.AppendU16LE(e.b, v) }
+func (e *enc) i32(v int32)         { e.b = wire.AppendI32LE(e.b, v) }
+func (e *enc) u32(v uint32)        { e.b = wire.AppendU32LE(e.b, v) }
+func (e *enc) dur(d time.Duration) { e.b = wire.AppendI64LE(e.b, int64(d)) }
+func (e *enc) boolean(v bool)      { e.b = wire.AppendBool(e.b, v) }
+func (e *enc) str(s string)        { e.u32(uint32(len(s))); e.b = append(e.b, s...) }
+func (e *enc) raw(v []byte)        { e.b = append(e.b, v...) }
 func (e *enc) nstr(s *string) {
 	if s == nil {
 		e.i32(-1)
@@ -114,80 +97,35 @@ func (e *enc) bytes(v []byte) {
 	e.i32(int32(len(v)))
 	e.b = append(e.b, v...)
 }
-func (e *enc) raw(v []byte) { e.b = append(e.b, v...) }
 
-// ---- sticky decoder ----
+// ---- decoder: codec/wire's sticky Reader plus the link's composites ----
 
-type dec struct {
-	b   []byte
-	err error
-}
+type dec struct{ r wire.Reader }
 
-func (d *dec) fail(field, why string) {
-	if d.err == nil {
-		d.err = &frameError{field, why}
-	}
-	d.b = nil
-}
+// newDec decodes body; msg names it in errors (e.g. "peer.join.request").
+func newDec(body []byte, msg string) *dec { return &dec{r: wire.NewReader(body, msg)} }
 
-func (d *dec) take(field string, n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.fail(field, fmt.Sprintf("needs %d bytes, %d left", n, len(d.b)))
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
+// fail records a constraint violation of field f at the current offset.
+func (d *dec) fail(f, why string) { d.r.Fail("", f, d.r.Off(), wire.ErrConstraint, why) }
 
-func (d *dec) u8(f string) uint8 {
-	if v := d.take(f, 1); v != nil {
-		return v[0]
-	}
-	return 0
-}
-func (d *dec) i16(f string) int16 {
-	if v := d.take(f, 2); v != nil {
-		return int16(binary.BigEndian.Uint16(v))
-	}
-	return 0
-}
-func (d *dec) u16(f string) uint16 {
-	if v := d.take(f, 2); v != nil {
-		return binary.BigEndian.Uint16(v)
-	}
-	return 0
-}
-func (d *dec) i32(f string) int32 {
-	if v := d.take(f, 4); v != nil {
-		return int32(binary.BigEndian.Uint32(v))
-	}
-	return 0
-}
-func (d *dec) u32(f string) uint32 {
-	if v := d.take(f, 4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-func (d *dec) i64(f string) int64 {
-	if v := d.take(f, 8); v != nil {
-		return int64(binary.BigEndian.Uint64(v))
-	}
-	return 0
-}
-func (d *dec) u64(f string) uint64 { return uint64(d.i64(f)) }
+func (d *dec) u8(f string) uint8   { return d.r.U8("", f) }
+func (d *dec) i16(f string) int16  { return d.r.I16LE("", f) }
+func (d *dec) u16(f string) uint16 { return d.r.U16LE("", f) }
+func (d *dec) i32(f string) int32  { return d.r.I32LE("", f) }
+func (d *dec) u32(f string) uint32 { return d.r.U32LE("", f) }
+
+// take returns the next n bytes, aliasing the input.
+func (d *dec) take(f string, n int) []byte { return d.r.Bytes("", f, n) }
+
 func (d *dec) dur(f string) time.Duration {
-	v := d.i64(f)
+	v := d.r.I64LE("", f)
 	if v < 0 {
 		d.fail(f, "negative duration")
 		return 0
 	}
 	return time.Duration(v)
 }
+
 func (d *dec) boolean(f string) bool {
 	switch d.u8(f) {
 	case 0:
@@ -198,50 +136,62 @@ func (d *dec) boolean(f string) bool {
 	d.fail(f, "boolean not 0 or 1")
 	return false
 }
+
 func (d *dec) str(f string) string {
 	n := d.u32(f)
-	if d.err != nil {
-		return ""
-	}
-	if uint64(n) > uint64(len(d.b)) {
-		d.fail(f, fmt.Sprintf("length %d exceeds the %d bytes left", n, len(d.b)))
+	if d.r.Failed() {
 		return ""
 	}
 	return string(d.take(f, int(n)))
 }
-func (d *dec) nstr(f string) *string {
+
+// length reads the i32 length of a nullable field: -1 for null (ok false).
+func (d *dec) length(f string) (int, bool) {
 	n := d.i32(f)
-	if d.err != nil || n == -1 {
+	if d.r.Failed() || n == -1 {
+		return 0, false
+	}
+	if n < -1 {
+		d.fail(f, "length "+strconv.Itoa(int(n)))
+		return 0, false
+	}
+	return int(n), true
+}
+
+func (d *dec) nstr(f string) *string {
+	n, ok := d.length(f)
+	if !ok {
 		return nil
 	}
-	if n < -1 || int64(n) > int64(len(d.b)) {
-		d.fail(f, fmt.Sprintf("length %d invalid with %d bytes left", n, len(d.b)))
+	v := d.take(f, n)
+	if d.r.Failed() {
 		return nil
 	}
-	s := string(d.take(f, int(n)))
+	s := string(v)
 	return &s
 }
+
 func (d *dec) bytes(f string) []byte {
-	n := d.i32(f)
-	if d.err != nil || n == -1 {
+	n, ok := d.length(f)
+	if !ok {
 		return nil
 	}
-	if n < -1 || int64(n) > int64(len(d.b)) {
-		d.fail(f, fmt.Sprintf("length %d invalid with %d bytes left", n, len(d.b)))
+	v := d.take(f, n)
+	if d.r.Failed() {
 		return nil
 	}
-	return append([]byte{}, d.take(f, int(n))...)
+	return append([]byte{}, v...)
 }
 
 // count reads a list count whose elements take at least min bytes each, so
 // a count cannot claim more elements than the bytes left could hold.
 func (d *dec) count(f string, min int) int {
 	n := d.u32(f)
-	if d.err != nil {
+	if d.r.Failed() {
 		return 0
 	}
-	if uint64(n)*uint64(min) > uint64(len(d.b)) {
-		d.fail(f, fmt.Sprintf("count %d cannot fit in %d bytes", n, len(d.b)))
+	if uint64(n)*uint64(min) > uint64(d.r.Remaining()) {
+		d.r.Fail("", f, d.r.Off(), wire.ErrTooLarge, "count "+strconv.Itoa(int(n))+" cannot fit in "+strconv.Itoa(d.r.Remaining())+" bytes")
 		return 0
 	}
 	return int(n)
@@ -249,8 +199,8 @@ func (d *dec) count(f string, min int) int {
 
 // done returns the first error, or one for trailing bytes.
 func (d *dec) done() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.err = &frameError{"body", fmt.Sprintf("%d trailing bytes", len(d.b))}
+	if !d.r.Failed() && d.r.Remaining() != 0 {
+		d.r.Fail("", "", d.r.Off(), wire.ErrTrailingBytes, strconv.Itoa(d.r.Remaining())+" bytes")
 	}
-	return d.err
+	return d.r.Err()
 }

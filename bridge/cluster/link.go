@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
 var (
@@ -47,9 +49,9 @@ func readFrame(r *bufio.Reader, max int) ([]byte, error) {
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
+	n := binary.LittleEndian.Uint32(hdr[:])
 	if n < 9 || uint64(n) > uint64(max) {
-		return nil, &frameError{"size", fmt.Sprintf("%d outside 9..%d", n, max)}
+		return nil, frameErr("size", fmt.Sprintf("%d outside 9..%d", n, max), wire.ErrTooLarge)
 	}
 	p := make([]byte, n)
 	if _, err := io.ReadFull(r, p); err != nil {
@@ -158,12 +160,12 @@ func (s *linkServer) handshake(c net.Conn, br *bufio.Reader) (string, bool) {
 		s.refuse(c, "handshake_malformed", err)
 		return "", false
 	}
-	d := dec{b: body}
-	ver := d.u16("hello.version")
-	node := d.str("hello.node")
-	domain := d.str("hello.domain")
-	cnonce := d.take("hello.nonce", nonceSize)
-	mac := d.take("hello.proof", macSize)
+	d := newDec(body, "peer.hello")
+	ver := d.u16("version")
+	node := d.str("node")
+	domain := d.str("domain")
+	cnonce := d.take("nonce", nonceSize)
+	mac := d.take("proof", macSize)
 	if err := d.done(); err != nil {
 		s.refuse(c, "handshake_malformed", err)
 		return "", false
@@ -217,7 +219,7 @@ func (s *linkServer) conn(c net.Conn) {
 		}
 		kind, id, body, err := parseHeader(p)
 		if err == nil && !requestKind(kind) {
-			err = &frameError{"kind", fmt.Sprintf("%d is not a request", kind)}
+			err = frameErr("kind", fmt.Sprintf("%d is not a request", kind), wire.ErrUnknownDiscriminant)
 		}
 		if err != nil {
 			fail("frame_malformed", err)
@@ -304,9 +306,9 @@ func (p *peerClient) handshake(c net.Conn, br *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
-	d := dec{b: body}
-	ver := d.u16("challenge.version")
-	nonce := d.take("challenge.nonce", nonceSize)
+	d := newDec(body, "peer.challenge")
+	ver := d.u16("version")
+	nonce := d.take("nonce", nonceSize)
 	if err := d.done(); err != nil || kind != kindChallenge {
 		return errors.Join(errPeerAuth, err)
 	}
@@ -345,7 +347,7 @@ func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 		}
 		kind, id, body, perr := parseHeader(f)
 		if perr != nil || kind&kindResponse == 0 || !requestKind(kind&^kindResponse) {
-			err = errors.Join(perr, &frameError{"kind", "not a response"})
+			err = errors.Join(perr, frameErr("kind", fmt.Sprintf("%d is not a response", kind), wire.ErrUnknownDiscriminant))
 			break
 		}
 		p.mu.Lock()
@@ -356,7 +358,7 @@ func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 			ch <- peerReply{body: body}
 		}
 	}
-	if errors.Is(err, errFrame) {
+	if malformed(err) {
 		p.log.Warn().Err(err).Str("peer_address", p.addr).Str("close_reason", "frame_malformed").Msg("peer connection closed")
 	}
 	p.drop(c)

@@ -1,10 +1,10 @@
 package cluster
 
-// Bodies of the peer-link requests and responses: the groups.Service calls
+// Bodies of the peer-link requests and answers: the groups.Service calls
 // and their answers, field by field (frame.go has the primitives). Each body
 // is described once, as a function over a field codec that writes (encField)
 // or reads (decField) every field in turn, so the encoder and the decoder of
-// a body cannot drift apart; put*/get* are the directions.
+// a body cannot drift apart; calls.go names each call's two bodies.
 
 import (
 	"time"
@@ -76,9 +76,9 @@ func (w decField) check(ok bool, f, why string) {
 func (w decField) assignments(v *map[string][]byte, f string) {
 	n := w.d.i32(f)
 	switch {
-	case w.d.err != nil || n == -1:
+	case w.d.r.Failed() || n == -1:
 		return
-	case n < -1 || int64(n)*8 > int64(len(w.d.b)):
+	case n < -1 || int64(n)*8 > int64(w.d.r.Remaining()):
 		w.d.fail(f, "count does not fit the frame")
 		return
 	}
@@ -153,42 +153,88 @@ func syncResult(w field, r *groups.SyncResult) {
 	w.bytes(&r.Assignment, "sync.assignment")
 }
 
-// memberCall is the body of Heartbeat and Validate requests.
-type memberCall struct {
+// memberReq is the body of Heartbeat and ValidateCommit requests.
+type memberReq struct {
 	group, memberID string
 	instanceID      *string
 	generation      int32
 }
 
-func memberCallBody(w field, c *memberCall) {
+func memberReqBody(w field, c *memberReq) {
 	w.str(&c.group, "group")
 	w.str(&c.memberID, "member_id")
 	w.nstr(&c.instanceID, "instance_id")
 	w.i32(&c.generation, "generation")
 }
 
-func leaveBody(w field, group *string, ids *[]groups.LeaveIdentity) {
-	w.str(group, "leave.group")
-	*ids = sized(*ids, w.count(len(*ids), "leave.members", 12))
-	for i := range *ids {
-		id := &(*ids)[i]
+// groupReq is the body of requests that name only a group.
+type groupReq struct{ group string }
+
+func groupReqBody(w field, c *groupReq) { w.str(&c.group, "group") }
+
+// leaveReq is the body of a LeaveGroup request.
+type leaveReq struct {
+	group string
+	ids   []groups.LeaveIdentity
+}
+
+func leaveBody(w field, c *leaveReq) {
+	w.str(&c.group, "leave.group")
+	c.ids = sized(c.ids, w.count(len(c.ids), "leave.members", 12))
+	for i := range c.ids {
+		id := &c.ids[i]
 		w.str(&id.MemberID, "leave.member_id")
 		w.nstr(&id.InstanceID, "leave.instance_id")
 		w.str(&id.Reason, "leave.reason")
 	}
 }
 
-func codesBody(w field, top *int16, codes *[]int16) {
-	w.i16(top, "code")
-	*codes = sized(*codes, w.count(len(*codes), "codes", 2))
-	for i := range *codes {
-		w.i16(&(*codes)[i], "codes.code")
+// listReq is the (empty) body of a ListGroups request.
+type listReq struct{}
+
+func listReqBody(field, *listReq) {}
+
+// codeAnswer answers a Heartbeat.
+type codeAnswer struct{ code int16 }
+
+func codeBody(w field, a *codeAnswer) { w.i16(&a.code, "code") }
+
+// validateAnswer answers a ValidateCommit.
+type validateAnswer struct {
+	code  int16
+	known bool
+}
+
+func validateBody(w field, a *validateAnswer) {
+	w.i16(&a.code, "code")
+	w.boolean(&a.known, "known")
+}
+
+// leaveAnswer answers a LeaveGroup: the request's code and one per member.
+type leaveAnswer struct {
+	top   int16
+	codes []int16
+}
+
+func leaveAnswerBody(w field, a *leaveAnswer) {
+	w.i16(&a.top, "code")
+	a.codes = sized(a.codes, w.count(len(a.codes), "codes", 2))
+	for i := range a.codes {
+		w.i16(&a.codes[i], "codes.code")
 	}
 }
 
-func descriptionBody(w field, desc *groups.Description, found *bool, code *int16) {
-	w.i16(code, "describe.code")
-	w.boolean(found, "describe.found")
+// describeAnswer answers a DescribeGroups of one group.
+type describeAnswer struct {
+	desc  groups.Description
+	found bool
+	code  int16
+}
+
+func describeBody(w field, a *describeAnswer) {
+	w.i16(&a.code, "describe.code")
+	w.boolean(&a.found, "describe.found")
+	desc := &a.desc
 	w.str(&desc.State, "describe.state")
 	w.str(&desc.ProtocolType, "describe.protocol_type")
 	w.str(&desc.Protocol, "describe.protocol")
@@ -204,11 +250,17 @@ func descriptionBody(w field, desc *groups.Description, found *bool, code *int16
 	}
 }
 
-func listingBody(w field, ls *[]groups.Listing, code *int16) {
-	w.i16(code, "list.code")
-	*ls = sized(*ls, w.count(len(*ls), "list.groups", 9))
-	for i := range *ls {
-		l := &(*ls)[i]
+// listAnswer answers a ListGroups: the owner's own groups.
+type listAnswer struct {
+	groups []groups.Listing
+	code   int16
+}
+
+func listBody(w field, a *listAnswer) {
+	w.i16(&a.code, "list.code")
+	a.groups = sized(a.groups, w.count(len(a.groups), "list.groups", 9))
+	for i := range a.groups {
+		l := &a.groups[i]
 		w.str(&l.Group, "list.group")
 		w.str(&l.ProtocolType, "list.protocol_type")
 		st := uint8(l.State)
@@ -218,52 +270,29 @@ func listingBody(w field, ls *[]groups.Listing, code *int16) {
 	}
 }
 
-func stringsBody(w field, ss *[]string, f string) {
-	*ss = sized(*ss, w.count(len(*ss), f, 4))
-	for i := range *ss {
-		w.str(&(*ss)[i], f)
+// deleteAnswer answers a DeleteGroups of one group.
+type deleteAnswer struct {
+	code int16
+	msg  string
+}
+
+func deleteBody(w field, a *deleteAnswer) {
+	w.i16(&a.code, "code")
+	w.str(&a.msg, "message")
+}
+
+// offsetDeleteAnswer answers an OffsetDelete group check.
+type offsetDeleteAnswer struct {
+	code       int16
+	all        bool
+	subscribed []string
+}
+
+func offsetDeleteBody(w field, a *offsetDeleteAnswer) {
+	w.i16(&a.code, "code")
+	w.boolean(&a.all, "all")
+	a.subscribed = sized(a.subscribed, w.count(len(a.subscribed), "subscribed", 4))
+	for i := range a.subscribed {
+		w.str(&a.subscribed[i], "subscribed")
 	}
-}
-
-// The two directions of each body, as the router calls them.
-
-func putJoinParams(e *enc, p *groups.JoinParams) { joinParams(encField{e}, p) }
-func getJoinParams(d *dec) (p groups.JoinParams) { joinParams(decField{d}, &p); return p }
-func putJoinResult(e *enc, r *groups.JoinResult) { joinResult(encField{e}, r) }
-func getJoinResult(d *dec) (r groups.JoinResult) { joinResult(decField{d}, &r); return r }
-func putSyncParams(e *enc, p *groups.SyncParams) { syncParams(encField{e}, p) }
-func getSyncParams(d *dec) (p groups.SyncParams) { syncParams(decField{d}, &p); return p }
-func putSyncResult(e *enc, r *groups.SyncResult) { syncResult(encField{e}, r) }
-func getSyncResult(d *dec) (r groups.SyncResult) { syncResult(decField{d}, &r); return r }
-func putMemberCall(e *enc, c *memberCall)        { memberCallBody(encField{e}, c) }
-func getMemberCall(d *dec) (c memberCall)        { memberCallBody(decField{d}, &c); return c }
-
-func putLeave(e *enc, group string, ids []groups.LeaveIdentity) {
-	leaveBody(encField{e}, &group, &ids)
-}
-func getLeave(d *dec) (group string, ids []groups.LeaveIdentity) {
-	leaveBody(decField{d}, &group, &ids)
-	return group, ids
-}
-func putCodes(e *enc, top int16, codes []int16) { codesBody(encField{e}, &top, &codes) }
-func getCodes(d *dec) (top int16, codes []int16) {
-	codesBody(decField{d}, &top, &codes)
-	return top, codes
-}
-func putDescription(e *enc, desc *groups.Description, found bool, code int16) {
-	descriptionBody(encField{e}, desc, &found, &code)
-}
-func getDescription(d *dec) (desc groups.Description, found bool, code int16) {
-	descriptionBody(decField{d}, &desc, &found, &code)
-	return desc, found, code
-}
-func putListing(e *enc, ls []groups.Listing, code int16) { listingBody(encField{e}, &ls, &code) }
-func getListing(d *dec) (ls []groups.Listing, code int16) {
-	listingBody(decField{d}, &ls, &code)
-	return ls, code
-}
-func putStrings(e *enc, ss []string) { stringsBody(encField{e}, &ss, "strings") }
-func getStrings(d *dec, f string) (ss []string) {
-	stringsBody(decField{d}, &ss, f)
-	return ss
 }

@@ -30,6 +30,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -455,23 +456,58 @@ func (o *ownership) recent(ctx context.Context, k int) ([]announcement, error) {
 	return out, nil
 }
 
+// The records stored in Iggy (announcements, generation ceilings) are
+// big-endian and outlive a sidecar version: their layout never changes.
+// They are read through codec/wire's sticky Reader.
+
+func appendRecStr(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+func recU64(r *wire.Reader, f string) uint64 {
+	if v := r.Bytes("", f, 8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func recU32(r *wire.Reader, f string) uint32 {
+	if v := r.Bytes("", f, 4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func recStr(r *wire.Reader, f string) string {
+	n := recU32(r, f)
+	if r.Failed() {
+		return ""
+	}
+	return string(r.Bytes("", f, int(n)))
+}
+
+// recReader reads a record after its magic; false when the magic differs.
+func recReader(b []byte) (wire.Reader, bool) {
+	if len(b) < len(recMagic) || string(b[:len(recMagic)]) != recMagic {
+		return wire.Reader{}, false
+	}
+	return wire.NewReader(b[len(recMagic):], "coordination.record"), true
+}
+
 func encodeAnnouncement(a announcement) []byte {
-	var e enc
-	e.raw([]byte(recMagic))
-	e.u8(a.typ)
-	e.u64(a.epoch)
-	e.str(a.node)
-	e.str(a.addr)
-	return e.b
+	b := append([]byte(recMagic), a.typ)
+	b = binary.BigEndian.AppendUint64(b, a.epoch)
+	b = appendRecStr(b, a.node)
+	return appendRecStr(b, a.addr)
 }
 
 func decodeAnnouncement(b []byte) (announcement, bool) {
-	if len(b) < len(recMagic) || string(b[:len(recMagic)]) != recMagic {
+	r, ok := recReader(b)
+	if !ok {
 		return announcement{}, false
 	}
-	d := dec{b: b[len(recMagic):]}
-	a := announcement{typ: d.u8("type"), epoch: d.u64("epoch"), node: d.str("node"), addr: d.str("addr")}
-	return a, d.done() == nil && (a.typ == recActive || a.typ == recReleased)
+	a := announcement{typ: r.U8("", "type"), epoch: recU64(&r, "epoch"), node: recStr(&r, "node"), addr: recStr(&r, "addr")}
+	return a, r.Err() == nil && r.Remaining() == 0 && (a.typ == recActive || a.typ == recReleased)
 }
 
 // write appends one record to partition k of ref.
@@ -536,13 +572,10 @@ func (o *ownership) loadCeiling(ctx context.Context, group string, k int) (int32
 
 // storeCeiling persists a group's generation ceiling.
 func (o *ownership) storeCeiling(ctx context.Context, group string, k int, ceiling int32) error {
-	var e enc
-	e.raw([]byte(recMagic))
-	e.u8(recGen)
-	e.str(group)
-	e.i32(ceiling)
+	b := appendRecStr(append([]byte(recMagic), recGen), group)
+	b = binary.BigEndian.AppendUint32(b, uint32(ceiling))
 	m := o.data.NewMessages()
-	if err := m.Add(wire.U128{}, uint64(o.now().UnixMicro()), e.b, nil); err != nil {
+	if err := m.Add(wire.U128{}, uint64(o.now().UnixMicro()), b, nil); err != nil {
 		m.Release()
 		return err
 	}
@@ -557,14 +590,11 @@ func (o *ownership) storeCeiling(ctx context.Context, group string, k int, ceili
 }
 
 func decodeGen(b []byte) (string, int32, bool) {
-	if len(b) < len(recMagic) || string(b[:len(recMagic)]) != recMagic {
+	r, ok := recReader(b)
+	if !ok || r.U8("", "type") != recGen {
 		return "", 0, false
 	}
-	d := dec{b: b[len(recMagic):]}
-	if d.u8("type") != recGen {
-		return "", 0, false
-	}
-	g := d.str("group")
-	c := d.i32("ceiling")
-	return g, c, d.done() == nil
+	g := recStr(&r, "group")
+	c := int32(recU32(&r, "ceiling"))
+	return g, c, r.Err() == nil && r.Remaining() == 0
 }

@@ -23,7 +23,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -341,38 +340,14 @@ func (r *Router) generationChanged(group string, gen int32) {
 	}()
 }
 
-// ---- groups.Service ----
-
-var _ groups.Service = (*Router)(nil)
-
-// Join implements groups.Service.
-func (r *Router) Join(ctx context.Context, p groups.JoinParams) groups.JoinResult {
-	fail := func(code int16) groups.JoinResult {
-		return groups.JoinResult{Code: code, MemberID: p.MemberID, Generation: -1}
+// owned returns the shard of a group whose shard is ACTIVE here.
+func (r *Router) owned(group string) (int, bool) {
+	n := r.own.count()
+	if n == 0 {
+		return 0, false
 	}
-	kind, k, peer := r.route(ctx, p.Group)
-	switch kind {
-	case routeLocal:
-		if p.Group != "" && !r.ensureSeeded(ctx, p.Group, k) {
-			return fail(kerr.CoordinatorLoadInProgress.Code)
-		}
-		return r.local.Join(ctx, p)
-	case routeRemote:
-		var e enc
-		putJoinParams(&e, &p)
-		body, code := r.forward(ctx, k, peer, kindJoin, e.b, true)
-		if code != 0 {
-			return fail(code)
-		}
-		d := dec{b: body}
-		res := getJoinResult(&d)
-		if err := d.done(); err != nil {
-			return fail(r.badAnswer(peer, err))
-		}
-		r.relayed(k, res.Code)
-		return res
-	}
-	return fail(routeCode(kind))
+	k := Shard(group, n)
+	return k, r.own.serving(k) == shardActive
 }
 
 // badAnswer logs a malformed answer from an owner, drops that connection
@@ -386,110 +361,6 @@ func (r *Router) badAnswer(p *peerClient, err error) int16 {
 		p.drop(c)
 	}
 	return kerr.NotCoordinator.Code
-}
-
-// Sync implements groups.Service.
-func (r *Router) Sync(ctx context.Context, p groups.SyncParams) groups.SyncResult {
-	kind, k, peer := r.route(ctx, p.Group)
-	switch kind {
-	case routeLocal:
-		return r.local.Sync(ctx, p)
-	case routeRemote:
-		var e enc
-		putSyncParams(&e, &p)
-		body, code := r.forward(ctx, k, peer, kindSync, e.b, true)
-		if code != 0 {
-			return groups.SyncResult{Code: code}
-		}
-		d := dec{b: body}
-		res := getSyncResult(&d)
-		if err := d.done(); err != nil {
-			return groups.SyncResult{Code: r.badAnswer(peer, err)}
-		}
-		r.relayed(k, res.Code)
-		return res
-	}
-	return groups.SyncResult{Code: routeCode(kind)}
-}
-
-// oneCode forwards a call answered by one code.
-func (r *Router) oneCode(ctx context.Context, group string, kind uint8, body []byte, local func() int16) int16 {
-	rk, k, peer := r.route(ctx, group)
-	switch rk {
-	case routeLocal:
-		return local()
-	case routeRemote:
-		resp, code := r.forward(ctx, k, peer, kind, body, false)
-		if code != 0 {
-			return code
-		}
-		d := dec{b: resp}
-		c := d.i16("code")
-		if err := d.done(); err != nil {
-			return r.badAnswer(peer, err)
-		}
-		r.relayed(k, c)
-		return c
-	}
-	return routeCode(rk)
-}
-
-// Heartbeat implements groups.Service.
-func (r *Router) Heartbeat(ctx context.Context, group, memberID string, instanceID *string, generation int32) int16 {
-	var e enc
-	putMemberCall(&e, &memberCall{group, memberID, instanceID, generation})
-	return r.oneCode(ctx, group, kindHeartbeat, e.b, func() int16 {
-		return r.local.Heartbeat(ctx, group, memberID, instanceID, generation)
-	})
-}
-
-// Leave implements groups.Service.
-func (r *Router) Leave(ctx context.Context, group string, ids []groups.LeaveIdentity) (int16, []int16) {
-	kind, k, peer := r.route(ctx, group)
-	switch kind {
-	case routeLocal:
-		return r.local.Leave(ctx, group, ids)
-	case routeRemote:
-		var e enc
-		putLeave(&e, group, ids)
-		body, code := r.forward(ctx, k, peer, kindLeave, e.b, false)
-		if code == 0 {
-			d := dec{b: body}
-			top, codes := getCodes(&d)
-			if err := d.done(); err != nil || len(codes) != len(ids) {
-				code = r.badAnswer(peer, errors.Join(err, errors.New("leave: answer count differs")))
-			} else {
-				r.relayed(k, top)
-				return top, codes
-			}
-		}
-		return code, make([]int16, len(ids))
-	}
-	return routeCode(kind), make([]int16, len(ids))
-}
-
-// Describe implements groups.Service.
-func (r *Router) Describe(ctx context.Context, group string) (groups.Description, bool, int16) {
-	kind, k, peer := r.route(ctx, group)
-	switch kind {
-	case routeLocal:
-		return r.local.Describe(ctx, group)
-	case routeRemote:
-		var e enc
-		e.str(group)
-		body, code := r.forward(ctx, k, peer, kindDescribe, e.b, false)
-		if code != 0 {
-			return groups.Description{}, false, code
-		}
-		d := dec{b: body}
-		desc, found, c := getDescription(&d)
-		if err := d.done(); err != nil {
-			return groups.Description{}, false, r.badAnswer(peer, err)
-		}
-		r.relayed(k, c)
-		return desc, found, c
-	}
-	return groups.Description{}, false, routeCode(kind)
 }
 
 // List implements groups.Service: this sidecar's groups plus those of
@@ -513,102 +384,15 @@ func (r *Router) List(ctx context.Context) ([]groups.Listing, int16) {
 			continue
 		}
 		seen[e.addr] = true
-		body, code := r.forward(ctx, k, r.peer(e.addr), kindList, nil, false)
-		if code != 0 {
-			return nil, code
+		a := listCall.remote(ctx, r, k, r.peer(e.addr), &listReq{})
+		if a.code != 0 {
+			return nil, a.code
 		}
-		d := dec{b: body}
-		ls, c := getListing(&d)
-		if err := d.done(); err != nil {
-			return nil, r.badAnswer(r.peer(e.addr), err)
-		}
-		if c != 0 {
-			return nil, c
-		}
-		out = append(out, ls...)
+		out = append(out, a.groups...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	out = slices.CompactFunc(out, func(a, b groups.Listing) bool { return a.Group == b.Group })
 	return out, 0
-}
-
-// Delete implements groups.Service.
-func (r *Router) Delete(ctx context.Context, group string) (int16, string) {
-	kind, k, peer := r.route(ctx, group)
-	switch kind {
-	case routeLocal:
-		return r.local.Delete(ctx, group)
-	case routeRemote:
-		var e enc
-		e.str(group)
-		body, code := r.forward(ctx, k, peer, kindDelete, e.b, false)
-		if code != 0 {
-			return code, "the group's coordinator could not be reached"
-		}
-		d := dec{b: body}
-		c := d.i16("code")
-		msg := d.str("message")
-		if err := d.done(); err != nil {
-			return r.badAnswer(peer, err), "malformed answer from the group's coordinator"
-		}
-		r.relayed(k, c)
-		return c, msg
-	}
-	return routeCode(kind), "the group's coordinator is moving"
-}
-
-// ValidateCommit implements groups.Service.
-func (r *Router) ValidateCommit(ctx context.Context, group, memberID string, generation int32, instanceID *string) (int16, bool) {
-	kind, k, peer := r.route(ctx, group)
-	switch kind {
-	case routeLocal:
-		if group != "" && !r.ensureSeeded(ctx, group, k) {
-			return kerr.CoordinatorLoadInProgress.Code, false
-		}
-		return r.local.ValidateCommit(ctx, group, memberID, generation, instanceID)
-	case routeRemote:
-		var e enc
-		putMemberCall(&e, &memberCall{group, memberID, instanceID, generation})
-		body, code := r.forward(ctx, k, peer, kindValidate, e.b, false)
-		if code != 0 {
-			return code, false
-		}
-		d := dec{b: body}
-		c := d.i16("code")
-		known := d.boolean("known")
-		if err := d.done(); err != nil {
-			return r.badAnswer(peer, err), false
-		}
-		r.relayed(k, c)
-		return c, known
-	}
-	return routeCode(kind), false
-}
-
-// OffsetDeleteCheck implements groups.Service.
-func (r *Router) OffsetDeleteCheck(ctx context.Context, group string) (int16, bool, []string) {
-	kind, k, peer := r.route(ctx, group)
-	switch kind {
-	case routeLocal:
-		return r.local.OffsetDeleteCheck(ctx, group)
-	case routeRemote:
-		var e enc
-		e.str(group)
-		body, code := r.forward(ctx, k, peer, kindOffsetDelete, e.b, false)
-		if code != 0 {
-			return code, false, nil
-		}
-		d := dec{b: body}
-		c := d.i16("code")
-		all := d.boolean("all")
-		subs := getStrings(&d, "subscribed")
-		if err := d.done(); err != nil {
-			return r.badAnswer(peer, err), false, nil
-		}
-		r.relayed(k, c)
-		return c, all, subs
-	}
-	return routeCode(kind), false, nil
 }
 
 // Counts implements groups.Service (this sidecar's own groups).
@@ -616,110 +400,3 @@ func (r *Router) Counts() (int, int) { return r.local.Counts() }
 
 // Drain implements groups.Service.
 func (r *Router) Drain() { r.local.Drain() }
-
-// ---- serving forwarded calls (the owner's side) ----
-
-// serve answers one forwarded request. A group whose shard is not ACTIVE
-// here answers NOT_COORDINATOR (the caller forgets this owner and looks it
-// up again).
-func (r *Router) serve(ctx context.Context, kind uint8, body []byte) ([]byte, error) {
-	d := dec{b: body}
-	var e enc
-	notHere := func(group string) bool {
-		n := r.own.count()
-		return n == 0 || r.own.serving(Shard(group, n)) != shardActive
-	}
-	nc := kerr.NotCoordinator.Code
-	switch kind {
-	case kindJoin:
-		p := getJoinParams(&d)
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		res := groups.JoinResult{Code: nc, MemberID: p.MemberID, Generation: -1}
-		if !notHere(p.Group) {
-			res = r.Join(ctx, p)
-		}
-		putJoinResult(&e, &res)
-	case kindSync:
-		p := getSyncParams(&d)
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		res := groups.SyncResult{Code: nc}
-		if !notHere(p.Group) {
-			res = r.Sync(ctx, p)
-		}
-		putSyncResult(&e, &res)
-	case kindHeartbeat, kindValidate:
-		c := getMemberCall(&d)
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		code, known := nc, false
-		if !notHere(c.group) {
-			if kind == kindHeartbeat {
-				code = r.Heartbeat(ctx, c.group, c.memberID, c.instanceID, c.generation)
-			} else {
-				code, known = r.ValidateCommit(ctx, c.group, c.memberID, c.generation, c.instanceID)
-			}
-		}
-		e.i16(code)
-		if kind == kindValidate {
-			e.boolean(known)
-		}
-	case kindLeave:
-		group, ids := getLeave(&d)
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		top, codes := nc, make([]int16, len(ids))
-		if !notHere(group) {
-			top, codes = r.Leave(ctx, group, ids)
-		}
-		putCodes(&e, top, codes)
-	case kindDescribe:
-		group := d.str("group")
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		var desc groups.Description
-		found, code := false, nc
-		if !notHere(group) {
-			desc, found, code = r.Describe(ctx, group)
-		}
-		putDescription(&e, &desc, found, code)
-	case kindList:
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		ls, _ := r.local.List(ctx)
-		putListing(&e, ls, 0)
-	case kindDelete:
-		group := d.str("group")
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		code, msg := nc, "this sidecar no longer coordinates the group"
-		if !notHere(group) {
-			code, msg = r.Delete(ctx, group)
-		}
-		e.i16(code)
-		e.str(msg)
-	case kindOffsetDelete:
-		group := d.str("group")
-		if err := d.done(); err != nil {
-			return nil, err
-		}
-		code, all, subs := nc, false, []string(nil)
-		if !notHere(group) {
-			code, all, subs = r.OffsetDeleteCheck(ctx, group)
-		}
-		e.i16(code)
-		e.boolean(all)
-		putStrings(&e, subs)
-	default:
-		return nil, &frameError{"kind", strconv.Itoa(int(kind)) + " is not a request"}
-	}
-	return e.b, nil
-}

@@ -875,61 +875,30 @@ func TestGroupDescribeAndOffsetDeleteCheck(t *testing.T) {
 		d.Members[0].ClientHost != "/127.0.0.1" {
 		t.Fatalf("stable: %+v", d)
 	}
-	code, subscribed := h.c.offsetDeleteCheck("g")
-	if code != 0 || !subscribed("t1") || !subscribed("t3") || subscribed("t4") {
-		t.Fatalf("offset delete check: %d", code)
+	ctx := context.Background()
+	code, all, subs := h.c.OffsetDeleteCheck(ctx, "g")
+	if slices.Sort(subs); code != 0 || all || !slices.Equal(subs, []string{"t1", "t2", "t3"}) {
+		t.Fatalf("offset delete check: %d %v %v", code, all, subs)
 	}
-	if code, _ := h.c.offsetDeleteCheck("nope"); code != kerr.GroupIDNotFound.Code {
+	if code, _, _ := h.c.OffsetDeleteCheck(ctx, "nope"); code != kerr.GroupIDNotFound.Code {
 		t.Fatalf("unknown: %d", code)
 	}
 	h.c.validateCommit("simple", "", -1, nil)
-	if code, sub := h.c.offsetDeleteCheck("simple"); code != 0 || sub("t1") {
-		t.Fatalf("simple: %d", code)
+	if code, all, subs := h.c.OffsetDeleteCheck(ctx, "simple"); code != 0 || all || len(subs) != 0 {
+		t.Fatalf("simple: %d %v %v", code, all, subs)
 	}
 	// A non-consumer group with members refuses offset deletion.
 	c := joinP("conn", "", "c", "x")
 	c.ProtocolType = "connect"
 	c.MemberID = h.memberID(c)
 	h.joinAsync(c)
-	if code, _ := h.c.offsetDeleteCheck("conn"); code != kerr.NonEmptyGroup.Code {
+	if code, _, _ := h.c.OffsetDeleteCheck(ctx, "conn"); code != kerr.NonEmptyGroup.Code {
 		t.Fatalf("connect group: %d", code)
 	}
 }
 
-func TestGroupSnapshotAdopt(t *testing.T) {
-	h := newGroupHarness(t)
-	ids := h.stableGroup("g", 2)
-	snap, ok := h.c.snapshot("g")
-	if !ok || snap.Generation != 1 || snap.Protocol != "range" || snap.Leader != ids[0] || len(snap.Members) != 2 || snap.Rebalancing {
-		t.Fatalf("snapshot %+v", snap)
-	}
-	h2 := newGroupHarness(t)
-	if err := h2.c.adopt(snap); err != nil {
-		t.Fatal(err)
-	}
-	if err := h2.c.adopt(snap); err == nil {
-		t.Fatal("adopting twice succeeded")
-	}
-	wantGroupCode(t, "heartbeat at the new coordinator", h2.c.heartbeat("g", ids[1], nil, 1), 0)
-	if r := h2.syncNow("g", ids[1], 1, nil); r.Code != 0 || string(r.Assignment) != "assign-"+ids[1] {
-		t.Fatalf("sync at the new coordinator %+v", r)
-	}
-	// Members that stop heartbeating are dropped there as well.
-	h2.clk.Advance(10 * time.Second)
-	if d, _ := h2.c.describe("g"); d.State != "Empty" {
-		t.Fatalf("after sessions ended: %+v", d)
-	}
-
-	// A group moved during a rebalance rebalances again.
-	h.joinAsync(joinP("g", ids[0], "m0", "range"))
-	snap, _ = h.c.snapshot("g")
-	h3 := newGroupHarness(t)
-	if err := h3.c.adopt(snap); err != nil || h3.state("g") != "PreparingRebalance" {
-		t.Fatalf("adopt during rebalance: %v %s", err, h3.state("g"))
-	}
-}
-
-// checkGroupInvariants verifies a group's bookkeeping.
+// checkGroupInvariants verifies every group's bookkeeping, and that the
+// gauges Counts reads agree with the groups and members held.
 func checkGroupInvariants(t *testing.T, c *Coordinator) {
 	t.Helper()
 	c.mu.Lock()
@@ -938,8 +907,13 @@ func checkGroupInvariants(t *testing.T, c *Coordinator) {
 		gs = append(gs, g)
 	}
 	c.mu.Unlock()
+	liveGroups, liveMembers := 0, 0
 	for _, g := range gs {
 		g.mu.Lock()
+		if g.state != StateDead {
+			liveGroups++
+			liveMembers += len(g.members)
+		}
 		waiting := 0
 		votes := map[string]int{}
 		for _, id := range g.order {
@@ -972,6 +946,9 @@ func checkGroupInvariants(t *testing.T, c *Coordinator) {
 			t.Fatalf("group %s: Empty with members", g.id)
 		}
 		g.mu.Unlock()
+	}
+	if g, m := c.Counts(); g != liveGroups || m != liveMembers {
+		t.Fatalf("Counts() = %d groups, %d members; held: %d, %d", g, m, liveGroups, liveMembers)
 	}
 }
 
@@ -1084,7 +1061,7 @@ func randomGroupRun(t *testing.T, seed uint64) {
 			h.c.deleteGroup(context.Background(), c.group)
 			h.c.describe(c.group)
 			h.c.list()
-			h.c.offsetDeleteCheck(c.group)
+			h.c.OffsetDeleteCheck(context.Background(), c.group)
 		default:
 			h.clk.Advance(time.Duration(rng.IntN(4000)) * time.Millisecond)
 		}
@@ -1154,4 +1131,39 @@ func TestGroupAdoptedAfterMove(t *testing.T) {
 	// After the window an unknown id is unknown again.
 	h.clk.Advance(10 * time.Second)
 	wantGroupCode(t, "heartbeat after the window", h.c.heartbeat("g", "m-x", nil, 101), kerr.UnknownMemberID.Code)
+}
+
+// The gauges follow groups and members as they come and go (joins,
+// sessions ending, seeding, Drop, DeleteGroups, Empty groups forgotten)
+// without Counts locking anything.
+func TestGroupGauges(t *testing.T) {
+	h := newGroupHarness(t)
+	want := func(what string, groups, members int) {
+		t.Helper()
+		checkGroupInvariants(t, h.c)
+		if g, m := h.c.Counts(); g != groups || m != members {
+			t.Fatalf("%s: Counts() = %d, %d; want %d, %d", what, g, m, groups, members)
+		}
+	}
+	want("nothing", 0, 0)
+	h.stableGroup("a", 3)
+	want("one group of three", 1, 3)
+	h.stableGroup("b", 1)
+	h.c.Seed("c", 7, true)
+	want("seeded", 3, 4)
+	h.c.Drop(func(g string) bool { return g == "a" || g == "c" })
+	h.c.Drop(func(g string) bool { return g == "a" }) // already gone: counted once
+	want("dropped", 1, 1)
+	h.clk.Advance(time.Minute) // b's member stops heartbeating
+	want("session ended", 1, 0)
+	if code, _ := h.c.Delete(context.Background(), "b"); code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	want("deleted", 0, 0)
+	h.c.validateCommit("simple", "", -1, nil)
+	want("simple group", 1, 0)
+	h.c.emptyRetention = time.Second
+	h.c.validateCommit("simple", "", -1, nil) // re-arms the expiry with the short retention
+	h.clk.Advance(2 * time.Second)
+	want("empty group forgotten", 0, 0)
 }

@@ -42,7 +42,9 @@ type Service interface {
 	// be deleted (see offsetDeleteCheck): all means every topic counts as
 	// subscribed, else the subscribed topics are listed.
 	OffsetDeleteCheck(ctx context.Context, group string) (code int16, all bool, subscribed []string)
-	// Counts returns the groups and members held in this process.
+	// Counts returns the groups and members held in this process, from
+	// gauges kept as groups change: it locks nothing, so the bridge reads
+	// it after every group API.
 	Counts() (groups, members int)
 	// Drain resigns: parked and later JoinGroup/SyncGroup requests answer
 	// NOT_COORDINATOR at once.
@@ -134,7 +136,9 @@ func (c *Coordinator) OffsetDeleteCheck(_ context.Context, group string) (int16,
 }
 
 // Counts implements Service.
-func (c *Coordinator) Counts() (groups, members int) { return c.counts() }
+func (c *Coordinator) Counts() (groups, members int) {
+	return int(c.liveGroups.Load()), int(c.liveMembers.Load())
+}
 
 // Drain implements Service.
 func (c *Coordinator) Drain() { c.drainOnce.Do(func() { close(c.draining) }) }
@@ -142,84 +146,3 @@ func (c *Coordinator) Drain() { c.drainOnce.Do(func() { close(c.draining) }) }
 // SetOffsets sets the deleter of committed offsets used by Delete; call it
 // before serving.
 func (c *Coordinator) SetOffsets(d OffsetsDeleter) { c.offsets = d }
-
-// Has reports whether the group is held here.
-func (c *Coordinator) Has(group string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.groups[group] != nil
-}
-
-// Seed creates an Empty group at the given generation unless the group is
-// already held; its next rebalance gets generation+1. A coordinator that
-// takes a group over from another sidecar seeds it with the generation
-// persisted in Iggy, so generations never go backwards across moves. It
-// reports whether the group was created.
-//
-// adopting says the group existed at another coordinator: for 10 s
-// JoinGroup accepts the member ids of the previous coordinator (members
-// keep their ids), their Heartbeat and OffsetCommit answer
-// REBALANCE_IN_PROGRESS so they rejoin, and the first join phase waits
-// (within those 10 s) until every such member that showed up has joined,
-// so a move costs one rebalance.
-func (c *Coordinator) Seed(group string, generation int32, adopting bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.groups[group] != nil {
-		return false
-	}
-	g := c.newGroup(group)
-	g.generation = generation
-	g.adopting = adopting
-	g.adoptUntil = c.clock.Now().Add(adoptionWindow)
-	g.adoptSeen = map[string]struct{}{}
-	c.groups[group] = g
-	return true
-}
-
-// SetGenerationHook sets a function called, with the group locked, after
-// every new generation of a group; it must not block. Call before serving.
-func (c *Coordinator) SetGenerationHook(f func(group string, generation int32)) { c.genHook = f }
-
-// Generation returns the group's current generation; false when not held.
-func (c *Coordinator) Generation(group string) (int32, bool) {
-	g := c.lockGroup(group, false)
-	if g == nil {
-		return 0, false
-	}
-	defer g.mu.Unlock()
-	return g.generation, true
-}
-
-// Drop forgets every group for which match returns true, as a Kafka
-// coordinator unloading a partition does: parked JoinGroup and SyncGroup
-// requests answer NOT_COORDINATOR at once, timers stop, and the members
-// find the group again at its new coordinator. It returns how many groups
-// were dropped.
-func (c *Coordinator) Drop(match func(group string) bool) int {
-	c.mu.Lock()
-	var gs []*group
-	for id, g := range c.groups {
-		if match(id) {
-			gs = append(gs, g)
-			delete(c.groups, id)
-		}
-	}
-	c.mu.Unlock()
-	for _, g := range gs {
-		g.mu.Lock()
-		for _, m := range g.members {
-			if m.joinWait != nil {
-				sendJoin(m.joinWait, JoinResult{Code: kerr.NotCoordinator.Code, MemberID: m.id, Generation: -1})
-				m.joinWait = nil
-			}
-			if m.syncWait != nil {
-				sendSync(m.syncWait, SyncResult{Code: kerr.NotCoordinator.Code})
-				m.syncWait = nil
-			}
-		}
-		g.kill()
-		g.mu.Unlock()
-	}
-	return len(gs)
-}

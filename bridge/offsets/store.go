@@ -13,9 +13,10 @@
 //   - consumer: the fallback for servers without kind 3: kind 1 (single
 //     consumer) named kafka.cg.<group> (Iggy keys it by the XXH32 hash of
 //     the name), storing offset - 1 (Iggy keeps the last processed
-//     message); commits beyond the high watermark are refused by Iggy
-//     (4100 -> OFFSET_OUT_OF_RANGE). Costs: the name is hashed to 32
-//     bits, and stored offsets pin retention.
+//     message); Iggy refuses commits beyond the high watermark (4100
+//     InvalidOffset), which the beyond log keeps instead (beyond.go).
+//     Costs: the name is hashed to 32 bits, and stored offsets pin
+//     retention.
 //     A commit of 0 has no offset - 1: it is kept as the zero marker, a
 //     second kind-1 consumer kafka.cz.<group> stored at Iggy offset 0
 //     (stored first, then the main key deleted). Reads take the main key
@@ -33,12 +34,9 @@
 //     DeleteGroups clear the marker the same way (always reading it when
 //     this process did not store it), then delete the main key; the main
 //     key (there and for a commit of 0) is deleted at once when this
-//     process stored it, else only when a read finds it. Iggy refuses offset 0 on a partition that never had a
-//     message (4100): there a commit of 0 only deletes the main key and
-//     reads back as -1, which positions a consumer the same way as 0
-//     while the partition stays empty (earliest = latest = 0); records
-//     appended before the consumer starts then follow its
-//     auto.offset.reset.
+//     process stored it, else only when a read finds it. Iggy refuses
+//     any offset on a partition that never had a message (4100): there a
+//     commit of 0 (or any other) goes to the beyond log.
 //   - auto (default): decided by the protocol generation the Iggy server
 //     announced at login (iggy.Client.Protocol): a generation with consumer
 //     kind 3 (icodec.ProtocolVersion.ExternalGroupOffsets: 0.12) selects
@@ -54,6 +52,13 @@
 //     UNKNOWN_SERVER_ERROR (not retried by clients), one error log line
 //     names offsets.mode, and every later commit and delete of the process
 //     fails the same way without an Iggy call.
+//
+// Beyond log (beyond.go): a commit Iggy refuses with InvalidOffset (an
+// empty partition, an offset beyond its end) is kept as a record in the
+// sidecars' own stream and wins over the Iggy keys until a commit Iggy
+// stores, a negative commit, OffsetDelete or DeleteGroups clears it; every
+// commit and read reads that log to its end first. So any offset a member
+// commits reads back as committed, in every mode.
 //
 // Common rules: group ids 1..246 bytes of UTF-8 (255 minus the prefix),
 // else INVALID_GROUP_ID; a negative offset deletes the key (not-found
@@ -73,8 +78,10 @@
 //
 // Locking: commitOrder.mu is a leaf, never held during
 // I/O. A commitSlot.mu is held across its key's Iggy writes (two in
-// consumer mode when the zero marker is involved) and nothing is taken
-// under it but the Iggy client's own leaf locks.
+// consumer mode when the zero marker is involved, one more for the beyond
+// log) and nothing is taken under it but the beyond log's locks
+// (beyondLog.syncMu, held across its reads of Iggy, then beyondLog.mu, a
+// leaf) and the Iggy client's own leaf locks.
 
 package offsets
 
@@ -174,13 +181,14 @@ type Store struct {
 
 	order        commitOrder
 	kind3Refused atomic.Bool // a pinned external-group mode was refused
+	beyond       *beyondLog  // the commits Iggy refuses to store (beyond.go)
 }
 
 // New returns the store of committed offsets on client, for the Kafka
 // topics of topics, in mode (offsets.mode: auto, external-group or
 // consumer).
 func New(client *iggy.Client, topics Topics, mode string, log zerolog.Logger) *Store {
-	s := &Store{client: client, topics: topics, log: log}
+	s := &Store{client: client, topics: topics, log: log, beyond: newBeyondLog(client, log)}
 	switch mode {
 	case "external-group":
 		s.pinned = ModeExternal
@@ -277,23 +285,51 @@ func (s *Store) Commit(ctx context.Context, mode Mode, group string, ref iggy.To
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
 	return s.order.run(key, tk, func(sl *commitSlot) error {
-		if mode == ModeConsumer {
-			return s.writeConsumer(ctx, sl, group, ref, partition, offset)
+		if err := s.beyond.sync(ctx); err != nil {
+			return err
 		}
-		err := s.write(ctx, mode, group, ref, partition, offset)
-		if err != nil && mode == ModeExternal && groupMissing(err) {
-			// The Iggy group (or the topic) went away: create it again
-			// and try once more.
-			if err := s.ensureGroup(ctx, ref, group, true); err != nil {
-				return err
-			}
-			err = s.write(ctx, mode, group, ref, partition, offset)
+		switch off, ok, err := s.beyond.live(ctx, key); {
+		case err != nil:
+			return err
+		case ok && off == offset:
+			// Held already (a consumer's periodic commit of an unchanged
+			// position on an empty partition): no refused store in the
+			// server's log, no new record.
+			return nil
 		}
-		if err == nil {
-			sl.mainStored = true
+		err := s.store(ctx, sl, mode, group, ref, partition, offset)
+		switch {
+		case errors.Is(err, icodec.StatusInvalidOffset):
+			// Iggy refuses the offset (an empty partition, beyond its
+			// end): the beyond log keeps it (beyond.go).
+			return s.beyond.put(ctx, key, offset)
+		case err == nil && s.beyond.has(key):
+			// Stored in Iggy: the beyond entry must not win any more.
+			return s.beyond.put(ctx, key, -1)
 		}
-		return s.kind3Refusal(mode, err)
+		return err
 	})
+}
+
+// store writes a commit (offset >= 0) into Iggy's consumer offsets in
+// mode. Called under the key's slot lock (sl).
+func (s *Store) store(ctx context.Context, sl *commitSlot, mode Mode, group string, ref iggy.TopicRef, partition int32, offset int64) error {
+	if mode == ModeConsumer {
+		return s.writeConsumer(ctx, sl, group, ref, partition, offset)
+	}
+	err := s.write(ctx, mode, group, ref, partition, offset)
+	if err != nil && mode == ModeExternal && groupMissing(err) {
+		// The Iggy group (or the topic) went away: create it again and
+		// try once more.
+		if err := s.ensureGroup(ctx, ref, group, true); err != nil {
+			return err
+		}
+		err = s.write(ctx, mode, group, ref, partition, offset)
+	}
+	if err == nil {
+		sl.mainStored = true
+	}
+	return s.kind3Refusal(mode, err)
 }
 
 // Remove deletes the committed offset of a group on one partition, in
@@ -306,6 +342,15 @@ func (s *Store) Remove(ctx context.Context, group string, ref iggy.TopicRef, par
 	}
 	key := commitKey{group: group, ref: ref, partition: partition}
 	return s.order.run(key, tk, func(sl *commitSlot) error {
+		if err := s.beyond.sync(ctx); err != nil {
+			return err
+		}
+		if s.beyond.has(key) {
+			// The beyond entry first: it would win over what is left.
+			if err := s.beyond.put(ctx, key, -1); err != nil {
+				return err
+			}
+		}
 		if mode == ModeConsumer {
 			// The marker first: a failure in between leaves the main key,
 			// which reads as before.
@@ -347,15 +392,13 @@ func (s *Store) writeConsumer(ctx context.Context, sl *commitSlot, group string,
 	if offset == 0 {
 		// The marker first: a failure in between leaves the main key,
 		// which reads as before.
-		switch err := s.client.StoreOffset(ctx, ref, p, markerOf(group), 0); {
-		case err == nil:
-			sl.markerStored, sl.markerGone = true, time.Time{}
-		case errors.Is(err, icodec.StatusInvalidOffset):
-			// The partition never had a message: nothing to mark; -1 and
-			// 0 position a consumer alike there.
-		default:
+		if err := s.client.StoreOffset(ctx, ref, p, markerOf(group), 0); err != nil {
+			// InvalidOffset: the partition never had a message, Iggy
+			// stores nothing there; the caller keeps the commit in the
+			// beyond log.
 			return err
 		}
+		sl.markerStored, sl.markerGone = true, time.Time{}
 		return s.deleteMain(ctx, sl, ModeConsumer, group, ref, partition)
 	}
 	if err := s.write(ctx, ModeConsumer, group, ref, partition, offset); err != nil {
@@ -473,11 +516,20 @@ func (s *Store) ensureGroup(ctx context.Context, ref iggy.TopicRef, group string
 }
 
 // Read returns the committed offset of a group on one partition, -1 when
-// none is stored (or the topic, partition or group is unknown). In
-// consumer mode a missing main key is followed by a read of the zero
+// none is stored (or the topic, partition or group is unknown). A live
+// entry of the beyond log wins; else, in consumer mode a missing main key is followed by a read of the zero
 // marker (0 when present). Any other failure is returned as an error:
 // never a fake -1.
 func (s *Store) Read(ctx context.Context, mode Mode, group string, ref iggy.TopicRef, partition int32) (int64, error) {
+	if err := s.beyond.sync(ctx); err != nil {
+		return -1, err
+	}
+	switch off, ok, err := s.beyond.live(ctx, commitKey{group: group, ref: ref, partition: partition}); {
+	case err != nil:
+		return -1, err
+	case ok:
+		return off, nil
+	}
 	r, found, err := s.client.GetOffset(ctx, ref, uint32(partition), consumerOf(mode, group))
 	switch {
 	case err != nil && iggy.IsNotFound(err):

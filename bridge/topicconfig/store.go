@@ -154,11 +154,11 @@ func (s *Store) syncLocked(ctx context.Context) error {
 		s.mu.RLock()
 		next := s.next
 		s.mu.RUnlock()
-		p, err := s.client.Poll(ctx, &icodec.PollMessagesRequest{
-			Consumer: storeConsumer, StreamID: storeRef.StreamID(), TopicID: storeRef.TopicID(),
-			PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
-			Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindOffset, Value: next},
-			Count:       storePollCount,
+		n, err := s.client.PollLog(ctx, storeConsumer, storeRef, next, storePollCount, func(offset uint64, payload []byte) {
+			s.mu.Lock()
+			s.apply(payload)
+			s.next = offset + 1
+			s.mu.Unlock()
 		})
 		if err != nil {
 			if iggy.IsNotFound(err) { // nobody wrote yet
@@ -169,18 +169,7 @@ func (s *Store) syncLocked(ctx context.Context) error {
 			}
 			return err
 		}
-		n := 0
-		it := p.Messages()
 		s.mu.Lock()
-		for it.Next() {
-			m := it.Message()
-			if m.Offset < s.next {
-				continue
-			}
-			s.apply(m.Payload)
-			s.next = m.Offset + 1
-			n++
-		}
 		s.created = true
 		measure := false
 		if n < storePollCount {
@@ -192,11 +181,6 @@ func (s *Store) syncLocked(ctx context.Context) error {
 		s.mu.Unlock()
 		if measure {
 			s.triggerMeasure()
-		}
-		err = it.Err()
-		p.Release()
-		if err != nil {
-			return err
 		}
 		if n < storePollCount {
 			return nil

@@ -143,6 +143,7 @@ type TLSConfig struct {
 
 // Log levels and formats accepted by LogConfig.
 const (
+	LogFormatAuto    = "auto"
 	LogFormatJSON    = "json"
 	LogFormatConsole = "console"
 )
@@ -153,8 +154,11 @@ type LogConfig struct {
 	// or "error". debug adds a line per unusual request and per connection
 	// (conn_id, api_key, api_version, corr_id). Default "info".
 	Level string `koanf:"level"`
-	// Format is "json" (one JSON object per line, for log collectors) or
-	// "console" (aligned, human-readable). Default "json".
+	// Format is "auto" (console when standard error is a terminal, JSON
+	// otherwise: a container's log is JSON, `make run` on a terminal is
+	// readable), "json" (one JSON object per line, for log collectors) or
+	// "console" (time, level, component, message, then the other fields;
+	// coloured on a terminal). Default "auto".
 	Format string `koanf:"format"`
 }
 
@@ -189,7 +193,7 @@ func DefaultConfig() Config {
 			MinVersion: "1.2",
 		},
 		Admin:        admin.DefaultConfig(),
-		Log:          LogConfig{Level: "info", Format: LogFormatJSON},
+		Log:          LogConfig{Level: "info", Format: LogFormatAuto},
 		Shutdown:     ShutdownConfig{},
 		Peers:        cluster.DefaultPeersConfig(),
 		Coordination: cluster.DefaultCoordinationConfig(),
@@ -262,9 +266,9 @@ func (c Config) Validate() error {
 		bad("log.level", "%q is not one of trace, debug, info, warn, error", c.Log.Level)
 	}
 	switch c.Log.Format {
-	case LogFormatJSON, LogFormatConsole:
+	case LogFormatAuto, LogFormatJSON, LogFormatConsole:
 	default:
-		bad("log.format", "%q is not one of json, console", c.Log.Format)
+		bad("log.format", "%q is not one of auto, json, console", c.Log.Format)
 	}
 	if c.Shutdown.UnreadyDelay < 0 {
 		bad("shutdown.unready_delay", "%v is negative", c.Shutdown.UnreadyDelay)

@@ -264,7 +264,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			ConsumerGroups: bridge.ConsumerGroupsConfig{HeartbeatInterval: 5 * time.Second, SessionTimeout: 45 * time.Second, MaxSize: 2147483647},
 			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
 			Producer:       bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000},
-			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680},
+			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
@@ -303,8 +303,8 @@ func TestExampleConfigGolden(t *testing.T) {
 		},
 		SASL:         SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
-		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, Pprof: true},
-		Log:          LogConfig{Level: "debug", Format: "json"},
+		Admin:        admin.Config{Enabled: true, Address: "0.0.0.0:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, Pprof: true},
+		Log:          LogConfig{Level: "debug", Format: "auto"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
 		Peers:        cluster.DefaultPeersConfig(),
 		Coordination: cluster.DefaultCoordinationConfig(),
@@ -433,7 +433,7 @@ func TestBadConfigs(t *testing.T) {
 			args: []string{"--limits.drain_timeout=soon", "--log.format=xml", "--tls.enabled", "--tls.client_auth=require"},
 			want: map[string]string{
 				"limits.drain_timeout": `"soon" is not a duration`,
-				"log.format":           `"xml" is not one of json, console`,
+				"log.format":           `"xml" is not one of auto, json, console`,
 				"tls.cert_file":        "required when tls.enabled",
 				"tls.client_ca_file":   "required when tls.client_auth is require",
 			},

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +38,21 @@ func TestJSONLogger(t *testing.T) {
 func TestConsoleLoggerAndLevels(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(LogConfig{Level: "DEBUG", Format: "console"}, &buf)
-	log.Debug().Str("component", "proxy").Msg("human readable")
+	log.Debug().Str("component", "proxy").Uint64("conn_id", 7).Msg("human readable")
 	out := buf.String()
-	if strings.HasPrefix(strings.TrimSpace(out), "{") || !strings.Contains(out, "human readable") ||
-		!strings.Contains(out, "component=proxy") || strings.Contains(out, "\x1b[") {
+	// time, level, component, message, the other fields; no colour off a
+	// terminal.
+	if !regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3} DBG proxy: human readable conn_id=7\n$`).MatchString(out) {
 		t.Errorf("console output = %q", out)
+	}
+	// Milliseconds, not whole seconds: two lines 5 ms apart differ.
+	buf.Reset()
+	log.Info().Msg("a")
+	time.Sleep(5 * time.Millisecond) // lets the clock move; synchronises nothing
+	log.Info().Msg("b")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || lines[0][:12] == lines[1][:12] {
+		t.Errorf("console timestamps without milliseconds: %q", lines)
 	}
 	for level, logged := range map[string][]bool{
 		"trace": {true, true, true}, "debug": {false, true, true}, "warn": {false, false, true}, "error": {false, false, false},
@@ -56,6 +68,54 @@ func TestConsoleLoggerAndLevels(t *testing.T) {
 		if got[0] != logged[0] || got[1] != logged[1] || got[2] != logged[2] {
 			t.Errorf("level %s: trace/debug/warn logged %v, want %v", level, got, logged)
 		}
+	}
+}
+
+// log.format auto is console on a terminal and JSON otherwise; json and
+// console force either.
+func TestLogFormatAuto(t *testing.T) {
+	for _, c := range []struct {
+		format   string
+		terminal bool
+		console  bool
+	}{
+		{"auto", true, true}, {"auto", false, false},
+		{"json", true, false}, {"json", false, false},
+		{"console", true, true}, {"console", false, true},
+	} {
+		if got := useConsole(c.format, c.terminal); got != c.console {
+			t.Errorf("format %s, terminal %v: console %v", c.format, c.terminal, got)
+		}
+	}
+	// Off a terminal (a buffer, a pipe, /dev/null) auto writes JSON.
+	var buf bytes.Buffer
+	auto := newLogger(LogConfig{Level: "info", Format: "auto"}, &buf)
+	auto.Info().Msg("m")
+	if !strings.HasPrefix(buf.String(), "{") {
+		t.Errorf("auto into a buffer = %q", buf.String())
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if isTerminal(w) || isTerminal(null) {
+		t.Errorf("a pipe or %s taken for a terminal", os.DevNull)
+	}
+	// A pseudo-terminal is one.
+	pty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer pty.Close()
+	if !isTerminal(pty) {
+		t.Error("/dev/ptmx not taken for a terminal")
 	}
 }
 

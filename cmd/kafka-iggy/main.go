@@ -5,6 +5,7 @@
 //	serve          run the sidecar (default)
 //	embedded-iggy  run only the embedded Iggy-protocol server
 //	check-config   print the effective configuration and every problem in it
+//	inject         serve the Kubernetes sidecar injector (mutating webhook)
 //	version        print the version
 package main
 
@@ -35,6 +36,8 @@ func run(args []string) int {
 		return embeddedIggy(args)
 	case "check-config":
 		return runCheckConfig(args, os.Stdout, os.Stderr)
+	case "inject":
+		return runInject(args, os.Stderr)
 	case "help", "-h", "--help":
 		usage()
 		return 0
@@ -51,6 +54,8 @@ commands:
   serve          run the sidecar (default)
   embedded-iggy  run only the embedded Iggy-protocol server
   check-config   print the effective configuration (secrets masked) and every problem
+  inject         serve the Kubernetes sidecar injector (a mutating admission
+                 webhook over TLS; kafka-iggy inject -h for its flags)
   version        print the version
 
 serve and check-config take --config FILE, KAFKA_IGGY_* environment variables

@@ -50,15 +50,7 @@ func TestMetricsMoveUnderProduceAndConsume(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A request that fails: Metadata for a topic name Kafka refuses.
-	md := kmsg.NewPtrMetadataRequest()
-	bad := "no/slashes"
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = &bad
-	md.Topics = append(md.Topics, mt)
-	if _, err := md.RequestWith(ctx, pr); err != nil {
-		t.Fatal(err)
-	}
+	requestError(ctx, t, pr)
 
 	co, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.ConsumeTopics(topic), kgo.ConsumerGroup("metered-group"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -93,5 +85,19 @@ func TestMetricsMoveUnderProduceAndConsume(t *testing.T) {
 	}
 	if s := after.Value("kafka_iggy_upstream_sessions_up"); s < 1 {
 		t.Errorf("upstream sessions up %v", s)
+	}
+}
+
+// requestError sends a request that fails with an error code: Metadata
+// for a topic name Kafka refuses.
+func requestError(ctx context.Context, t *testing.T, cl *kgo.Client) {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	bad := "no/slashes"
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = &bad
+	md.Topics = append(md.Topics, mt)
+	if _, err := md.RequestWith(ctx, cl); err != nil {
+		t.Fatal(err)
 	}
 }

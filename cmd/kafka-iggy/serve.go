@@ -135,6 +135,10 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}
 	if router != nil {
 		router.Start()
+		metrics.SetCoordination(cfg.Coordination.Domain, func() admin.CoordinationStats {
+			st := router.Stats()
+			return admin.CoordinationStats{Shards: st.Shards, Owned: st.Owned, Peers: st.Peers}
+		})
 		// Runs before the Iggy clients close (closers run in reverse).
 		closers = append(closers, router.Close)
 	}
@@ -149,6 +153,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	br.SetBroker(bridge.Broker{NodeID: 0, Host: host, Port: port})
 	ready.AddCheck("kafka_listener", func() bool { return true })
 	ready.AddCheck("iggy_session", client.Ready)
+	ready.AddLiveness("proxy", func() string { return px.Stalled(cfg.Admin.StallTimeout) })
 
 	var adm *admin.Server
 	if cfg.Admin.Enabled {

@@ -37,7 +37,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // layers is the picture of docs/ARCHITECTURE.md, one entry per package of
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
-// ours; codec/records, bridge/offsets and bridge/topicconfig serve bridge
+// ours; codec/records, bridge/offsets, bridge/topicconfig and
+// bridge/fetchsession serve bridge
 // only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
@@ -51,12 +52,13 @@ var layers = map[string]rule{
 
 	"budget": {},
 
-	"bridge/iggy":        {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
-	"bridge/groups":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cgroups":     {},
-	"bridge/cluster":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups"), tests: testKit},
-	"bridge/offsets":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/topicconfig": {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
+	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
+	"bridge/groups":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
+	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups"), tests: testKit},
+	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
+	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
+	"bridge/fetchsession": {},
+	"bridge/cgroups":      {},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/..."}, tests: with(testKit, "proxy")},
 
@@ -82,12 +84,13 @@ var layers = map[string]rule{
 // may import them (test files included); scripts/** may import anything.
 // embedded/embedtest's non-test importers: none.
 var importedOnlyBy = map[string][]string{
-	"scripts/x":          {"scripts/..."},
-	"proxy/admin":        {"cmd/kafka-iggy"},
-	"codec/records":      {"bridge", "bridge/..."},
-	"bridge/offsets":     {"bridge"},
-	"bridge/topicconfig": {"bridge"},
-	"budget":             {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
+	"scripts/x":           {"scripts/..."},
+	"proxy/admin":         {"cmd/kafka-iggy"},
+	"codec/records":       {"bridge", "bridge/..."},
+	"bridge/offsets":      {"bridge"},
+	"bridge/topicconfig":  {"bridge"},
+	"bridge/fetchsession": {"bridge"},
+	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 
 // where tells a reader of a failure what to edit.

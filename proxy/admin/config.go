@@ -17,6 +17,11 @@ const (
 	// DefaultReadHeaderTimeout bounds how long a client may take to send a
 	// request's headers (5s), so idle half-open connections cannot pile up.
 	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultStallTimeout is how long a part of the front door may make no
+	// progress before /healthz fails (20s): two liveness probe periods of
+	// the shipped manifests, far above any pause a busy but healthy sidecar
+	// shows, so only a wedged one is restarted.
+	DefaultStallTimeout = 20 * time.Second
 )
 
 // Config configures the admin listener. Keys are given relative to the
@@ -31,6 +36,11 @@ type Config struct {
 	// ReadHeaderTimeout bounds how long one HTTP request may take to send
 	// its headers. Default 5s.
 	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+	// StallTimeout is how long the event loops, their ticker or the worker
+	// pool (requests waiting with no worker taking one) may make no progress
+	// before /healthz answers 503 and the liveness probe restarts the
+	// sidecar. Default 20s.
+	StallTimeout time.Duration `koanf:"stall_timeout"`
 	// Pprof serves Go's profiler under /debug/pprof/ on the admin listener
 	// (CPU and heap profiles for tuning). Default false.
 	Pprof bool `koanf:"pprof"`
@@ -42,6 +52,7 @@ func DefaultConfig() Config {
 		Enabled:           true,
 		Address:           DefaultAddress,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		StallTimeout:      DefaultStallTimeout,
 	}
 }
 
@@ -62,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReadHeaderTimeout <= 0 {
 		bad("read_header_timeout", "%v is not positive", c.ReadHeaderTimeout)
+	}
+	if c.StallTimeout <= 0 {
+		bad("stall_timeout", "%v is not positive", c.StallTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -69,6 +69,7 @@ func TestSeriesDescribedAreRegistered(t *testing.T) {
 	i.QueueDepth(0, 0)
 	i.Request("x", 0, nil)
 	br.KafkaError(0, 1)
+	m.SetCoordination("d", func() CoordinationStats { return CoordinationStats{} })
 	fams := embedtest.Scrape(t, base+"/metrics")
 	for _, s := range m.series {
 		if _, ok := fams[s.name]; !ok {

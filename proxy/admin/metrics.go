@@ -89,6 +89,9 @@ type Metrics struct {
 	// Memory budget (limits.memory_bytes), read when scraped.
 	budget atomic.Pointer[budget.Budget]
 
+	// Coordination domain and peer link (coordination.go).
+	coordination coordinationSeries
+
 	proxyAdapter  proxyMetrics
 	iggyAdapter   iggyMetrics
 	bridgeAdapter BridgeMetrics
@@ -197,6 +200,8 @@ func NewMetrics(version string) *Metrics {
 	f.counterFunc("memory_budget_waits_total",
 		"Takers that found the memory budget short and waited: a connection that stopped reading until its next frame fit, or a fetch that waited (up to its max_wait) for room.",
 		budgetRead(func(b *budget.Budget) float64 { return float64(b.Waits()) }))
+
+	m.coordination.register(f)
 
 	bi := f.gaugeVec("build_info", "Always 1; the version label is the sidecar's build version.", "version")
 	bi.WithLabelValues(version).Set(1)

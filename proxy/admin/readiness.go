@@ -6,13 +6,20 @@ import (
 )
 
 // Readiness decides what /readyz answers: ready when the sidecar is not
-// draining and every registered check passes. Checks are called on every
+// draining and every registered check passes. It also holds the liveness
+// checks behind /healthz (AddLiveness). Checks are called on every
 // probe, so they must be cheap and safe for concurrent use (an atomic load,
 // like iggy.Client.Ready). All methods are safe for concurrent use.
 type Readiness struct {
 	mu       sync.Mutex
 	checks   []check
+	live     []liveCheck
 	draining atomic.Bool
+}
+
+type liveCheck struct {
+	name    string
+	stalled func() string
 }
 
 type check struct {
@@ -54,6 +61,32 @@ func (r *Readiness) Ready() (ok bool, failing []string) {
 	for _, c := range checks {
 		if !c.ok() {
 			failing = append(failing, c.name)
+		}
+	}
+	return len(failing) == 0, failing
+}
+
+// AddLiveness registers a named liveness condition: stalled returns what
+// has stopped making progress, or "" while it is alive (e.g. "proxy" with
+// proxy.Server.Stalled). It is called on every /healthz probe, so it must
+// be cheap and safe for concurrent use.
+func (r *Readiness) AddLiveness(name string, stalled func() string) {
+	r.mu.Lock()
+	r.live = append(r.live, liveCheck{name: name, stalled: stalled})
+	r.mu.Unlock()
+}
+
+// Alive reports whether every liveness check passes and, when one does
+// not, "<name>: <what stalled>" for each failing one. Draining does not
+// make the sidecar dead: a sidecar finishing its requests keeps answering
+// /healthz.
+func (r *Readiness) Alive() (ok bool, failing []string) {
+	r.mu.Lock()
+	live := r.live
+	r.mu.Unlock()
+	for _, c := range live {
+		if why := c.stalled(); why != "" {
+			failing = append(failing, c.name+": "+why)
 		}
 	}
 	return len(failing) == 0, failing

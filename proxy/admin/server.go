@@ -41,25 +41,15 @@ func New(cfg Config, m *Metrics, r *Readiness, log zerolog.Logger) *Server {
 		EnableOpenMetrics: false,
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
+		ok, failing := r.Alive()
+		probeAnswer(w, ok, "not alive: ", failing)
+		if !ok {
+			s.log.Warn().Strs("stalled", failing).Msg("liveness probe failed")
+		}
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
 		ok, failing := r.Ready()
-		if ok {
-			_, _ = w.Write([]byte("ok\n"))
-			return
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		var b strings.Builder
-		for _, f := range failing {
-			b.WriteString("not ready: ")
-			b.WriteString(f)
-			b.WriteByte('\n')
-		}
-		_, _ = w.Write([]byte(b.String()))
+		probeAnswer(w, ok, "not ready: ", failing)
 	})
 	if cfg.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -134,6 +124,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-done
 	return err
+}
+
+// probeAnswer writes a probe's answer: 200 "ok", or 503 with one
+// "<prefix><what>" line per failing condition.
+func probeAnswer(w http.ResponseWriter, ok bool, prefix string, failing []string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if ok {
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	var b strings.Builder
+	for _, f := range failing {
+		b.WriteString(prefix)
+		b.WriteString(f)
+		b.WriteByte('\n')
+	}
+	_, _ = w.Write([]byte(b.String()))
 }
 
 // promLogger routes promhttp's error log to zerolog.

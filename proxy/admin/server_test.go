@@ -66,6 +66,27 @@ func TestHealthzReadyzAndDraining(t *testing.T) {
 	}
 }
 
+// /healthz answers 503 naming each stalled part while a liveness check
+// reports one, and 200 again once it moves.
+func TestHealthzFollowsLiveness(t *testing.T) {
+	r := NewReadiness()
+	var stalled atomic.Value
+	stalled.Store("")
+	r.AddLiveness("proxy", func() string { return stalled.Load().(string) })
+	base := startAdmin(t, NewMetrics("test"), r)
+	if code, body := get(t, base+"/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz while moving = %d %q", code, body)
+	}
+	stalled.Store("the worker pool is stuck")
+	if code, body := get(t, base+"/healthz"); code != 503 || body != "not alive: proxy: the worker pool is stuck\n" {
+		t.Fatalf("/healthz while stalled = %d %q", code, body)
+	}
+	stalled.Store("")
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz after the stall = %d", code)
+	}
+}
+
 func TestDisabledAndBadAddress(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Enabled = false

@@ -441,6 +441,7 @@ func (r *report) markdown() string {
 	w("| Python clients (PyPI) | %s on %s |\n", pipVersions(), versionOf("python3", "--version"))
 	w("| kcat (Debian) | %s |\n", kcatVersion())
 	w("| Go | %s |\n\n", runtime.Version())
+	b.WriteString(apiTableMarkdown())
 
 	w("## Client matrix\n\n| client |")
 	for _, col := range columns {

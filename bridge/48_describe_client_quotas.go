@@ -1,0 +1,82 @@
+package bridge
+
+// DescribeClientQuotas: v0-v1
+//
+// Behavior:
+//   - The sidecar keeps no client quota (AlterClientQuotas stores none):
+//     a valid filter matches nothing and answers NONE with no entry, as
+//     Kafka answers with no quota configured.
+//   - The filter is validated as Kafka's broker validates it, with its
+//     messages: an empty entity type or one given twice, a match type with
+//     a match string it does not take (exact without one, default or any
+//     with one), an unknown match type, and IP combined with user or
+//     client-id answer INVALID_REQUEST; an entity type other than user,
+//     client-id and ip UNSUPPORTED_VERSION ("Unsupported entity type T").
+//
+// Version notes: v1 flexible.
+//
+// Iggy commands: none.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (b *Bridge) describeClientQuotasAPI() API {
+	return API{Key: 48, Name: "DescribeClientQuotas", MinVersion: 0, MaxVersion: 1, Handle: b.handleDescribeClientQuotas,
+		ErrorCodes: errorCodes(func(r *kmsg.DescribeClientQuotasResponse, f func(int16)) { f(r.ErrorCode) })}
+}
+
+func init() { registerAPI((*Bridge).describeClientQuotasAPI) }
+
+func (b *Bridge) handleDescribeClientQuotas(_ context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.DescribeClientQuotasRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if code, msg := quotaFilterProblem(req.Components); code != 0 {
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		return resp, nil
+	}
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+	resp.ErrorMessage = kmsg.StringPtr("") // Kafka's: empty, not null
+	return resp, nil
+}
+
+// quotaFilterProblem validates a DescribeClientQuotas filter as Kafka's
+// ClientQuotasImage.describe does.
+func quotaFilterProblem(comps []kmsg.DescribeClientQuotasRequestComponent) (int16, string) {
+	seen := map[string]bool{}
+	for _, c := range comps {
+		switch {
+		case c.EntityType == "":
+			return kerr.InvalidRequest.Code, "Invalid empty entity type."
+		case seen[c.EntityType]:
+			return kerr.InvalidRequest.Code, "Entity type " + c.EntityType + " cannot appear more than once in the filter."
+		case c.EntityType != "user" && c.EntityType != "client-id" && c.EntityType != "ip":
+			return kerr.UnsupportedVersion.Code, "Unsupported entity type " + c.EntityType
+		}
+		seen[c.EntityType] = true
+		switch c.MatchType {
+		case kmsg.QuotasMatchTypeExact:
+			if c.Match == nil {
+				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+			}
+		case kmsg.QuotasMatchTypeDefault:
+			if c.Match != nil {
+				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+			}
+		case kmsg.QuotasMatchTypeAny:
+			if c.Match != nil {
+				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+			}
+		default:
+			return kerr.InvalidRequest.Code, fmt.Sprintf("Unknown match type %d", c.MatchType)
+		}
+	}
+	if seen["ip"] && (seen["user"] || seen["client-id"]) {
+		return kerr.InvalidRequest.Code, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
+	}
+	return 0, ""
+}
