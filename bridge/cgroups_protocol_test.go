@@ -122,6 +122,31 @@ func TestConsumerProtocolGroupTypeAndEpochs(t *testing.T) {
 		t.Fatalf("fetch with the member epoch: %d", code)
 	}
 
+	// DeleteGroups: refused while the member is in, done once it left.
+	del := func() int16 {
+		dr := kmsg.NewPtrDeleteGroupsRequest()
+		dr.Groups = []string{"cg"}
+		r, err := dr.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Groups[0].ErrorCode
+	}
+	if code := del(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete of a group with a member: %d", code)
+	}
+	leave := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	leave.Group, leave.MemberID, leave.MemberEpoch = "cg", "m1", -1
+	if r, err := leave.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v %v", r, err)
+	}
+	if code := del(); code != 0 {
+		t.Fatalf("delete of the emptied group: %d", code)
+	}
+	if code := fetch(-1); code != 0 {
+		t.Fatalf("admin fetch after the delete: %d", code)
+	}
+
 	// A classic group with a member refuses a consumer-protocol join.
 	jg.Group = "classic"
 	jresp, err := jg.RequestWith(ctx, cl)

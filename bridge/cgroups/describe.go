@@ -94,12 +94,12 @@ func (c *Coordinator) List() []Listing {
 	return out
 }
 
-// ClassicJoin tells JoinGroup (the classic protocol) whether it must refuse
-// the group id: true when a consumer-protocol group of that id has members
-// (Kafka answers INCONSISTENT_GROUP_PROTOCOL without its online
-// downgrade). An empty consumer-protocol group is dropped, as Kafka
-// converts it, and the classic group may take the id.
-func (c *Coordinator) ClassicJoin(group string) (refuse bool) {
+// Release gives up the group id for another use (a classic JoinGroup, a
+// DeleteGroups): busy is true when a consumer-protocol group of that id
+// has members (Kafka answers INCONSISTENT_GROUP_PROTOCOL to the join,
+// NON_EMPTY_GROUP to the delete). An empty consumer-protocol group is
+// dropped, as Kafka converts or deletes it.
+func (c *Coordinator) Release(group string) (busy bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweep(c.now())
@@ -111,6 +111,6 @@ func (c *Coordinator) ClassicJoin(group string) (refuse bool) {
 		return true
 	}
 	delete(c.groups, group)
-	c.log.Info().Str("group", group).Msg("empty consumer group dropped for a classic join")
+	c.log.Info().Str("group", group).Msg("empty consumer group dropped")
 	return false
 }
