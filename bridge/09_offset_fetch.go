@@ -100,10 +100,12 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 		resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
 		offsets.Parallel(len(req.Groups), offsetFetchGroupsParallel, func(i int) {
 			g := &req.Groups[i]
-			if code, cg := f.b.cgroups.ValidateFetch(g.Group, g.MemberID, g.MemberEpoch); cg && code != 0 && rq.Version >= 9 {
-				resp.Groups[i] = kmsg.NewOffsetFetchResponseGroup()
-				resp.Groups[i].Group, resp.Groups[i].ErrorCode = g.Group, code
-				return
+			if rq.Version >= 9 && (g.MemberID != nil || g.MemberEpoch >= 0) && offsets.ValidGroupID(g.Group) {
+				if code, cg := f.b.cgroups.ValidateFetch(ctx, g.Group, g.MemberID, g.MemberEpoch); cg && code != 0 {
+					resp.Groups[i] = kmsg.NewOffsetFetchResponseGroup()
+					resp.Groups[i].Group, resp.Groups[i].ErrorCode = g.Group, code
+					return
+				}
 			}
 			wants := make([]fetchWant, len(g.Topics))
 			for k := range g.Topics {

@@ -57,7 +57,7 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 		if rq.Version >= 3 && req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = groups.AuthorizedOperations
 		}
-		if b.cgroups.Has(id) { // a consumer-protocol group: ConsumerGroupDescribe shows it
+		if _, cg, _ := b.cgroups.Describe(ctx, id); cg { // a consumer-protocol group: ConsumerGroupDescribe shows it
 			rg.State = groups.StateDead.String()
 			if rq.Version >= 6 {
 				msg := "Group " + id + " is not a classic group."

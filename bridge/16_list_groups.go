@@ -54,7 +54,12 @@ func (b *Bridge) handleListGroups(ctx context.Context, rq *Request) (kmsg.Respon
 	}
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
 	if consumer { // consumer-protocol (KIP-848) groups held here
-		for _, g := range b.cgroups.List() {
+		cls, code := b.cgroups.List(ctx)
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp, nil
+		}
+		for _, g := range cls {
 			if len(states) == 0 || containsFoldTrim(states, g.State) {
 				lg := kmsg.NewListGroupsResponseGroup()
 				lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Group, "consumer", g.State, "consumer"

@@ -49,7 +49,7 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 		rg := &resp.Groups[i]
 		*rg = kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		if b.cgroups.Release(id) { // a consumer-protocol group with members
+		if b.cgroups.Release(ctx, id) { // a consumer-protocol group with members
 			rg.ErrorCode = kerr.NonEmptyGroup.Code
 			if rq.Version >= 3 {
 				msg := "The group is not empty."

@@ -27,11 +27,13 @@ package bridge
 //     its partition count) is read from Iggy on every heartbeat; Iggy
 //     unreachable: COORDINATOR_NOT_AVAILABLE. Owned partitions of a topic
 //     id no topic has are ignored (the topic is gone).
-//   - Groups are held by the sidecar that receives the heartbeat, in
-//     memory only. With peers.address set (groups across sidecars) they
-//     are not forwarded to the shard owner yet, so every heartbeat answers
-//     UNSUPPORTED_VERSION rather than let each sidecar assign the same
-//     partitions: clients use group.protocol=classic there.
+//   - Groups live in the memory of their coordinator: this sidecar alone,
+//     or with peers.address set the sidecar that owns the group's shard
+//     (bridge/cluster forwards the call with the metadata read here; same
+//     behaviour). When a shard moves its groups start again at the new
+//     owner: members get UNKNOWN_MEMBER_ID and join again. A Bridge built
+//     with Options.Groups but without Options.ConsumerGroups answers
+//     UNSUPPORTED_VERSION, so no sidecar assigns on its own.
 //
 // Version notes: v1 SubscribedTopicRegex, and the client names its member
 // id (KIP-1082); v0 gets a member id from the coordinator.
@@ -125,13 +127,11 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 	// A group id is classic or consumer, not both (Kafka 4 without its
 	// online upgrade): a consumer-protocol join of a classic group with
 	// members is refused as Kafka refuses it.
-	if req.MemberEpoch == 0 && req.Group != "" && !b.cgroups.Has(req.Group) {
-		if d, found, _ := b.groups.Describe(ctx, req.Group); found && d.State != groups.StateEmpty.String() && d.State != groups.StateDead.String() {
-			return answer(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group")
-		}
+	if req.MemberEpoch == 0 && req.Group != "" && b.heldByClassicGroup(ctx, req.Group) {
+		return answer(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group")
 	}
 
-	r := b.cgroups.Heartbeat(p, counts)
+	r := b.cgroups.Heartbeat(ctx, p, counts)
 	resp.ErrorCode = r.Code
 	if r.Code != 0 {
 		resp.ErrorMessage = &r.Message
@@ -159,6 +159,16 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		resp.Assignment = &a
 	}
 	return resp, nil
+}
+
+// heldByClassicGroup reports whether a classic group with members holds
+// the group id (and no consumer-protocol group does).
+func (b *Bridge) heldByClassicGroup(ctx context.Context, group string) bool {
+	if _, cg, _ := b.cgroups.Describe(ctx, group); cg {
+		return false
+	}
+	d, found, _ := b.groups.Describe(ctx, group)
+	return found && d.State != groups.StateEmpty.String() && d.State != groups.StateDead.String()
 }
 
 // consumerGroupHeartbeatErrorCodes walks a ConsumerGroupHeartbeat response

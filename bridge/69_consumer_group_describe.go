@@ -63,10 +63,12 @@ func (b *Bridge) handleConsumerGroupDescribe(ctx context.Context, rq *Request) (
 	for _, id := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		d, ok := b.cgroups.Describe(id)
+		d, ok, code := b.cgroups.Describe(ctx, id)
 		switch {
 		case id == "":
 			rg.ErrorCode = kerr.InvalidGroupID.Code
+		case code != 0:
+			rg.ErrorCode = code
 		case !ok:
 			msg := "Group " + id + " not found."
 			if _, classic, _ := b.groups.Describe(ctx, id); classic {

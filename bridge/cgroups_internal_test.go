@@ -12,10 +12,10 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
-// With groups across sidecars (Options.Groups set) consumer-protocol
-// groups are not served yet: a heartbeat answers UNSUPPORTED_VERSION before
-// any Iggy call (the client here never connects), so no sidecar assigns
-// partitions another sidecar also assigns.
+// With groups across sidecars (Options.Groups set) but no router for
+// consumer-protocol groups (Options.ConsumerGroups nil), a heartbeat
+// answers UNSUPPORTED_VERSION before any Iggy call (the client here never
+// connects), so no sidecar assigns partitions another sidecar also assigns.
 func TestConsumerProtocolRefusedAcrossSidecars(t *testing.T) {
 	icfg := iggy.DefaultConfig()
 	icfg.Address = "127.0.0.1:1"

@@ -114,3 +114,19 @@ func (c *Coordinator) Release(group string) (busy bool) {
 	c.log.Info().Str("group", group).Msg("empty consumer group dropped")
 	return false
 }
+
+// Drop forgets every group for which match returns true (their shard moved
+// to another coordinator); their members find them gone there and rejoin.
+// It returns how many groups were dropped.
+func (c *Coordinator) Drop(match func(group string) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for id := range c.groups {
+		if match(id) {
+			delete(c.groups, id)
+			n++
+		}
+	}
+	return n
+}
