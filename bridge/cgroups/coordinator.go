@@ -467,13 +467,6 @@ func (c *Coordinator) Counts() (groups, members int) {
 	return len(c.groups), members
 }
 
-// Has reports whether the group is held here.
-func (c *Coordinator) Has(group string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.groups[group] != nil
-}
-
 func newMemberID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
