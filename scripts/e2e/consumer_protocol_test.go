@@ -25,7 +25,8 @@ import (
 // target that serves ConsumerGroupHeartbeat v1 (the sidecar, Apache Kafka
 // 4.4 when it runs): three members split six partitions with no overlap; a
 // fourth joins and partitions move incrementally (the three only give
-// partitions up); every record is consumed.
+// partitions up); the fourth is SIGKILLed and its partitions move after the
+// session timeout; every record is consumed.
 
 const (
 	cpPartitions = 6
@@ -35,6 +36,7 @@ const (
 // cpMember is one Java consumer and what its events say it owns.
 type cpMember struct {
 	name  string
+	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	mu    sync.Mutex
 	owned map[int32]bool
@@ -81,7 +83,7 @@ func startCPMember(t *testing.T, ctx context.Context, tg Target, topic, group, n
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Stderr = os.Stderr
-	m := &cpMember{name: name, owned: map[int32]bool{}}
+	m := &cpMember{name: name, cmd: cmd, owned: map[int32]bool{}}
 	if m.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 				}
 				t.Skipf("%s does not serve the consumer group protocol", tg.Name)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
 			topic := uniqueTopic("cgp")
 			group := topic + "-g"
@@ -242,6 +244,18 @@ func TestConsumerProtocolJava(t *testing.T) {
 			cpProduce(t, tg, topic)
 			cpWait(t, ctx, "every record consumed", func() (bool, string) {
 				return recs.covered(2 * cpPerPart), fmt.Sprint(len(recs.seen), " records")
+			})
+
+			// SIGKILL one member: after the session timeout (45 s, Kafka's
+			// default on both targets) its partitions move to the others.
+			_ = syscall.Kill(-ms[3].cmd.Process.Pid, syscall.SIGKILL)
+			killed := time.Now()
+			ms = ms[:3]
+			cpWait(t, ctx, "the three survivors own every partition", func() (bool, string) { return cpSplit(ms) })
+			t.Logf("%s: the killed member's partitions moved %v after the SIGKILL", tg.Name, time.Since(killed).Round(time.Second))
+			cpProduce(t, tg, topic)
+			cpWait(t, ctx, "every record consumed after the kill", func() (bool, string) {
+				return recs.covered(3 * cpPerPart), fmt.Sprint(len(recs.seen), " records")
 			})
 			for _, m := range ms {
 				if len(m.errs) > 0 {
