@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -253,6 +255,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 			ms = ms[:3]
 			cpWait(t, ctx, "the three survivors own every partition", func() (bool, string) { return cpSplit(ms) })
 			t.Logf("%s: the killed member's partitions moved %v after the SIGKILL", tg.Name, time.Since(killed).Round(time.Second))
+			cpDescribeTool(t, tg, group)
 			cpProduce(t, tg, topic)
 			cpWait(t, ctx, "every record consumed after the kill", func() (bool, string) {
 				return recs.covered(3 * cpPerPart), fmt.Sprint(len(recs.seen), " records")
@@ -263,5 +266,31 @@ func TestConsumerProtocolJava(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cpDescribeTool checks, when Kafka 4's tools are installed, that
+// kafka-consumer-groups --describe --members shows the three members of the
+// consumer-protocol group and their six partitions.
+func cpDescribeTool(t *testing.T, tg Target, group string) {
+	t.Helper()
+	version := kafka4Version()
+	if _, err := os.Stat(filepath.Join(KafkaCacheDir(version), "mainclasses")); err != nil {
+		t.Logf("kafka-consumer-groups not checked: the Kafka %s tools are not installed", version)
+		return
+	}
+	out := runKafkaTool(t, version, 90*time.Second, "consumer-groups", "--bootstrap-server", tg.Bootstrap, "--describe", "--group", group, "--members")
+	members, parts := 0, 0
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 5 && f[0] == group {
+			members++
+			n, _ := strconv.Atoi(f[len(f)-1])
+			parts += n
+		}
+	}
+	t.Logf("%s: kafka-consumer-groups --describe --members shows %d members owning %d partitions", tg.Name, members, parts)
+	if members != 3 || parts != cpPartitions {
+		t.Errorf("kafka-consumer-groups --describe --members: %d members, %d partitions, want 3 and %d:\n%s", members, parts, cpPartitions, out)
 	}
 }
