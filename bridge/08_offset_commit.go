@@ -13,7 +13,11 @@ package bridge
 //     member id (admin tools, consumers using assign()) is accepted for an
 //     unknown or empty group. From v9 an unknown group with a generation
 //     answers GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION, as Kafka's
-//     coordinator does.
+//     coordinator does. A consumer-protocol (KIP-848) group is checked by
+//     bridge/cgroups instead: Generation is the member epoch, which must be
+//     the member's (STALE_MEMBER_EPOCH), from a member of the group
+//     (UNKNOWN_MEMBER_ID) using v9+ (UNSUPPORTED_VERSION); epoch -1 passes
+//     while the group has no members.
 //   - Topics must exist (no auto-creation) and partitions be inside the
 //     topic, else UNKNOWN_TOPIC_OR_PARTITION (3); v10 names topics by id:
 //     UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has.
@@ -157,6 +161,9 @@ func (c *offsetCommitter) handle(ctx context.Context, rq *Request) (kmsg.Respons
 func (c *offsetCommitter) checkGroup(ctx context.Context, rq *Request, req *kmsg.OffsetCommitRequest) int16 {
 	if !offsets.ValidGroupID(req.Group) {
 		return kerr.InvalidGroupID.Code
+	}
+	if code, cg := c.b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, rq.Version); cg {
+		return code // a consumer-protocol group: Generation is the member epoch
 	}
 	code, known := c.b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
 	if code == kerr.IllegalGeneration.Code && rq.Version >= 9 && !known {

@@ -25,15 +25,17 @@ package bridge
 //     topics sorted by name.
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24), per
 //     partition (v0-v1) and at the top / group level (v2+).
-//   - No membership check (classic groups are not checked on a broker
-//     either); RequireStable (v7+) has nothing to wait for (no
-//     transactions).
+//   - No membership check for classic groups (none on a broker either);
+//     a consumer-protocol (KIP-848) group checks the v9+ member id and
+//     epoch (bridge/cgroups): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as the
+//     group's code; none given (admin tools) passes. RequireStable (v7+)
+//     has nothing to wait for (no transactions).
 //
 // Version notes: v1 Kafka-stored offsets (same here); v2 top-level error
 // code and null topics; v3 throttle; v5 leader epoch; v6 flexible; v7
 // RequireStable; v8 several groups per request; v9 member id and epoch
-// (KIP-848, not checked); v10 topics by id (UNKNOWN_TOPIC_ID (100) for an
-// id no Kafka topic has).
+// (KIP-848, checked for consumer-protocol groups); v10 topics by id
+// (UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has).
 //
 // Iggy commands: GET_CONSUMER_OFFSET (120), GET_TOPIC (300), GET_TOPICS
 // (301: null topic lists, v10 topic ids), GET_CONSUMER_GROUP (600: null
@@ -98,6 +100,13 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 		resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
 		offsets.Parallel(len(req.Groups), offsetFetchGroupsParallel, func(i int) {
 			g := &req.Groups[i]
+			if rq.Version >= 9 && (g.MemberID != nil || g.MemberEpoch >= 0) && offsets.ValidGroupID(g.Group) {
+				if code, cg := f.b.cgroups.ValidateFetch(ctx, g.Group, g.MemberID, g.MemberEpoch); cg && code != 0 {
+					resp.Groups[i] = kmsg.NewOffsetFetchResponseGroup()
+					resp.Groups[i].Group, resp.Groups[i].ErrorCode = g.Group, code
+					return
+				}
+			}
 			wants := make([]fetchWant, len(g.Topics))
 			for k := range g.Topics {
 				t := &g.Topics[k]

@@ -18,6 +18,9 @@ package bridge
 //     Protocol type differing from the group's, or no protocol every member
 //     supports (or none at all for the first member):
 //     INCONSISTENT_GROUP_PROTOCOL.
+//   - A group id that a consumer-protocol (KIP-848) group with members
+//     holds (bridge/cgroups): INCONSISTENT_GROUP_PROTOCOL; an empty one is
+//     dropped and the classic group takes the id, as Kafka converts it.
 //   - A new member joining a group that has groups.max_size members
 //     (Kafka's group.max.size; unlimited by default) is answered
 //     GROUP_MAX_SIZE_REACHED; a known static instance rejoining is not new.
@@ -51,6 +54,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
@@ -65,6 +69,10 @@ func init() { registerAPI((*Bridge).joinGroupAPI) }
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	if b.cgroups.Release(ctx, req.Group) { // a consumer-protocol group with members has the id
+		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
+		return resp, nil
+	}
 
 	rebalance := req.RebalanceTimeoutMillis
 	if rq.Version == 0 {

@@ -17,6 +17,9 @@ package bridge
 //     COORDINATOR_LOAD_IN_PROGRESS. A group with neither is state "Dead"
 //     with no members (error 0), or GROUP_ID_NOT_FOUND with a message from
 //     v6 on.
+//   - A consumer-protocol (KIP-848) group is described as Kafka 4 does:
+//     state "Dead", no members, and from v6 GROUP_ID_NOT_FOUND ("Group %s
+//     is not a classic group."); ConsumerGroupDescribe (69) shows it.
 //   - AuthorizedOperations (v3+, when asked): READ, DELETE and DESCRIBE,
 //     since the gateway has no ACLs; -2^31 when not asked.
 //
@@ -53,6 +56,14 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 		rg.Group = id
 		if rq.Version >= 3 && req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = groups.AuthorizedOperations
+		}
+		if _, cg, _ := b.cgroups.Describe(ctx, id); cg { // a consumer-protocol group: ConsumerGroupDescribe shows it
+			rg.State = groups.StateDead.String()
+			if rq.Version >= 6 {
+				msg := "Group " + id + " is not a classic group."
+				rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+			}
+			continue
 		}
 		d, ok, ccode := b.groups.Describe(ctx, id)
 		if ccode != 0 {

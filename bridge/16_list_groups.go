@@ -13,8 +13,11 @@ package bridge
 //   - StatesFilter (v4+): only groups in one of the named states (Empty,
 //     PreparingRebalance, CompletingRebalance, Stable, Dead), compared
 //     without regard to case or surrounding spaces; empty lists all.
-//   - TypesFilter (v5+): every group here is "classic"; a filter without
-//     "classic" (any case) lists nothing; empty lists all.
+//   - Consumer-protocol (KIP-848) groups held by this instance's
+//     bridge/cgroups coordinator are listed too: protocol type and group
+//     type "consumer", states Empty, Assigning, Reconciling, Stable.
+//   - TypesFilter (v5+): "classic" lists the groups of bridge/groups,
+//     "consumer" those of bridge/cgroups (any case); empty lists all.
 //
 // Version notes: v1 ThrottleMillis; v3 flexible; v4 StatesFilter and
 // GroupState (KIP-518); v5 TypesFilter and GroupType (KIP-848).
@@ -23,6 +26,7 @@ package bridge
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,15 +45,31 @@ func (b *Bridge) handleListGroups(ctx context.Context, rq *Request) (kmsg.Respon
 	req := rq.Msg.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 
-	if rq.Version >= 5 && len(req.TypesFilter) > 0 && !containsFoldTrim(req.TypesFilter, classicGroupType) {
-		resp.Groups = []kmsg.ListGroupsResponseGroup{}
-		return resp, nil
-	}
+	typeFilter := rq.Version >= 5 && len(req.TypesFilter) > 0
+	classic := !typeFilter || containsFoldTrim(req.TypesFilter, classicGroupType)
+	consumer := !typeFilter || containsFoldTrim(req.TypesFilter, "consumer")
 	var states []string
 	if rq.Version >= 4 {
 		states = req.StatesFilter
 	}
 	resp.Groups = []kmsg.ListGroupsResponseGroup{}
+	if consumer { // consumer-protocol (KIP-848) groups held here
+		cls, code := b.cgroups.List(ctx)
+		if code != 0 {
+			resp.ErrorCode = code
+			return resp, nil
+		}
+		for _, g := range cls {
+			if len(states) == 0 || containsFoldTrim(states, g.State) {
+				lg := kmsg.NewListGroupsResponseGroup()
+				lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.Group, "consumer", g.State, "consumer"
+				resp.Groups = append(resp.Groups, lg)
+			}
+		}
+	}
+	if !classic {
+		return resp, nil
+	}
 	listed, code := b.groups.List(ctx)
 	if code != 0 {
 		resp.ErrorCode = code
@@ -66,6 +86,7 @@ func (b *Bridge) handleListGroups(ctx context.Context, rq *Request) (kmsg.Respon
 		lg.GroupType = classicGroupType
 		resp.Groups = append(resp.Groups, lg)
 	}
+	slices.SortFunc(resp.Groups, func(x, y kmsg.ListGroupsResponseGroup) int { return strings.Compare(x.Group, y.Group) })
 	return resp, nil
 }
 

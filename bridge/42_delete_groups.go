@@ -10,6 +10,9 @@ package bridge
 //     still have offsets in Iggy: they are deleted too, and
 //     GROUP_ID_NOT_FOUND is answered only when there were none. An empty
 //     group id answers GROUP_ID_NOT_FOUND, as Kafka does.
+//   - A consumer-protocol (KIP-848) group (bridge/cgroups) with members
+//     answers NON_EMPTY_GROUP too; an empty one is dropped and its offsets
+//     deleted as above.
 //   - An Iggy failure while deleting offsets answers the offsets scope's
 //     code of errors.go (retriable COORDINATOR_LOAD_IN_PROGRESS for
 //     transient failures); the group is already gone from memory, so a
@@ -28,6 +31,7 @@ package bridge
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -45,6 +49,14 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 		rg := &resp.Groups[i]
 		*rg = kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
+		if b.cgroups.Release(ctx, id) { // a consumer-protocol group with members
+			rg.ErrorCode = kerr.NonEmptyGroup.Code
+			if rq.Version >= 3 {
+				msg := "The group is not empty."
+				rg.ErrorMessage = &msg
+			}
+			continue
+		}
 		code, msg := b.groups.Delete(ctx, id)
 		rg.ErrorCode = code
 		if code != 0 && rq.Version >= 3 {

@@ -32,6 +32,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
@@ -61,6 +62,11 @@ type Options struct {
 	// by other sidecars are forwarded to them). Nil: the local
 	// coordinator serves every group, as a single sidecar does.
 	Groups func(local *groups.Coordinator) groups.Service
+	// ConsumerGroups, when set, wraps the local consumer-protocol
+	// coordinator into the service the KIP-848 APIs call (bridge/cluster's
+	// Router, as Groups). With Groups set and ConsumerGroups not,
+	// ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.
+	ConsumerGroups func(local *cgroups.Coordinator) cgroups.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
@@ -76,13 +82,18 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   groups.Service     // consumer groups (bridge/groups, or the cluster router)
-	offsets  *offsets.Store     // committed offsets in Iggy (bridge/offsets)
-	store    *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
-	pids     *producerState     // producer ids and idempotence (pids.go)
-	metrics  Metrics            // error codes, groups, fetch waiters (metrics.go)
-	budget   *budget.Budget     // memory budget of fetch buffers (package budget)
-	telem    *telemetry.Store   // client metrics (KIP-714); nil when disabled
+	groups   groups.Service  // consumer groups (bridge/groups, or the cluster router)
+	cgroups  cgroups.Service // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
+	// cgroupsServed: consumer-protocol groups are served: by this sidecar
+	// alone, or across sidecars by their owners (Options.ConsumerGroups);
+	// never by each sidecar of a domain on its own.
+	cgroupsServed bool
+	offsets       *offsets.Store     // committed offsets in Iggy (bridge/offsets)
+	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	pids          *producerState     // producer ids and idempotence (pids.go)
+	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
+	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
+	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -119,6 +130,13 @@ func New(o Options) (*Bridge, error) {
 	b.groups = local
 	if o.Groups != nil {
 		b.groups = o.Groups(local)
+	}
+	clocal := cgroups.New(o.Config.ConsumerGroups, o.Log, nil)
+	b.cgroups = cgroups.Local{C: clocal}
+	b.cgroupsServed = o.Groups == nil
+	if o.ConsumerGroups != nil {
+		b.cgroups = o.ConsumerGroups(clocal)
+		b.cgroupsServed = true
 	}
 	b.pids = newProducers(o.Config.Producer, o.Log)
 	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)

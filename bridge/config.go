@@ -10,6 +10,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
@@ -21,6 +22,8 @@ type Config struct {
 	Topics TopicsConfig `koanf:"topics"`
 	// Groups tunes the classic consumer-group coordinator.
 	Groups GroupsConfig `koanf:"groups"`
+	// ConsumerGroups tunes the consumer-protocol (KIP-848) coordinator.
+	ConsumerGroups ConsumerGroupsConfig `koanf:"consumer_groups"`
 	// Offsets says how committed offsets are stored in Iggy (§6).
 	Offsets OffsetsConfig `koanf:"offsets"`
 	// Producer tunes producer-id allocation and idempotence (§4).
@@ -60,6 +63,9 @@ type TopicsConfig struct {
 
 // GroupsConfig tunes the consumer-group coordinator (bridge/groups).
 type GroupsConfig = groups.Config
+
+// ConsumerGroupsConfig tunes the consumer-protocol coordinator (bridge/cgroups).
+type ConsumerGroupsConfig = cgroups.Config
 
 // OffsetsConfig says where committed offsets live.
 type OffsetsConfig struct {
@@ -131,11 +137,12 @@ func DefaultConfig() Config {
 			DefaultPartitions: 1,
 			MaxMessageBytes:   topicconfig.DefaultMaxMessageBytes,
 		},
-		Groups:    groups.DefaultConfig(),
-		Offsets:   OffsetsConfig{Mode: "auto"},
-		Producer:  ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
-		Fetch:     FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
-		Telemetry: telemetry.DefaultConfig(),
+		Groups:         groups.DefaultConfig(),
+		ConsumerGroups: cgroups.DefaultConfig(),
+		Offsets:        OffsetsConfig{Mode: "auto"},
+		Producer:       ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
+		Fetch:          FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
+		Telemetry:      telemetry.DefaultConfig(),
 	}
 }
 
@@ -167,6 +174,12 @@ func (c Config) Validate() error {
 	}
 	if c.Groups.InitialRebalanceDelay < 0 {
 		bad("groups.initial_rebalance_delay", "must not be negative")
+	}
+	if c.ConsumerGroups.HeartbeatInterval <= 0 || c.ConsumerGroups.SessionTimeout <= c.ConsumerGroups.HeartbeatInterval {
+		bad("consumer_groups.heartbeat_interval", "must be positive and below consumer_groups.session_timeout")
+	}
+	if c.ConsumerGroups.MaxSize < 1 {
+		bad("consumer_groups.max_size", "must be at least 1, got %d", c.ConsumerGroups.MaxSize)
 	}
 	if c.Groups.MaxSize < 1 {
 		bad("groups.max_size", "must be at least 1, got %d", c.Groups.MaxSize)

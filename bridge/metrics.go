@@ -63,8 +63,9 @@ func (b *Bridge) instrument(apis []API) []API {
 			}
 			if group && b.groups != nil {
 				g, m := b.groups.Counts()
-				b.metrics.SetGroups(g)
-				b.metrics.SetGroupMembers(m)
+				cg, cm := b.cgroups.Counts() // consumer-protocol groups (KIP-848)
+				b.metrics.SetGroups(g + cg)
+				b.metrics.SetGroupMembers(m + cm)
 			}
 			return resp, err
 		}

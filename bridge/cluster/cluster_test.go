@@ -121,12 +121,13 @@ func TestDecoderRefusesOversizedCounts(t *testing.T) {
 	}
 }
 
-// The table declares the calls of kinds 10-18; handshake kinds, responses
-// and undeclared kinds are not requests.
+// The table declares the calls of kinds 10-24 (19-24: the consumer
+// protocol, ccalls.go); handshake kinds, responses and undeclared kinds are
+// not requests.
 func TestPeerCallTable(t *testing.T) {
 	for k := range 256 {
 		switch declared := requestKind(uint8(k)); {
-		case k >= 10 && k <= 18 && !declared:
+		case k >= 10 && k <= 24 && !declared:
 			t.Errorf("kind %d: not declared", k)
 		case (k < 10 || k >= int(kindResponse)) && declared:
 			t.Errorf("kind %d: a request", k)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
@@ -44,6 +45,9 @@ type call[P, R any] struct {
 	answer func(field, *R)
 	code   func(*R) int16 // the answer's coordinator code (NOT_COORDINATOR is relayed)
 	local  func(context.Context, *groups.Coordinator, *P) R
+	// clocal, set instead of local, serves a consumer-protocol call with
+	// the local bridge/cgroups coordinator (ccalls.go).
+	clocal func(context.Context, *cgroups.Coordinator, *P) R
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error
@@ -97,6 +101,14 @@ func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
 			return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
 		}
 	}
+	return c.callLocal(ctx, r, p)
+}
+
+// callLocal calls the local coordinator the call is for.
+func (c *call[P, R]) callLocal(ctx context.Context, r *Router, p *P) R {
+	if c.clocal != nil {
+		return c.clocal(ctx, r.clocal, p)
+	}
 	return c.local(ctx, r.local, p)
 }
 
@@ -147,7 +159,7 @@ func (c *call[P, R]) serve(ctx context.Context, r *Router, body []byte) ([]byte,
 	}
 	var res R
 	if c.group == nil {
-		res = c.local(ctx, r.local, &p)
+		res = c.callLocal(ctx, r, &p)
 	} else if k, ok := r.owned(c.group(&p)); ok {
 		res = c.serveLocal(ctx, r, k, &p)
 	} else {

@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
@@ -53,6 +54,7 @@ type Router struct {
 	opts   Options
 	log    zerolog.Logger
 	local  *groups.Coordinator
+	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
 	own    *ownership
 	secret []byte
 	ln     net.Listener
@@ -183,6 +185,9 @@ func nodeName() string {
 func (r *Router) shardLost(k int) {
 	n := r.own.count()
 	dropped := r.local.Drop(func(g string) bool { return Shard(g, n) == k })
+	if r.clocal != nil {
+		dropped += r.clocal.Drop(func(g string) bool { return Shard(g, n) == k })
+	}
 	r.seedMu.Lock()
 	for g := range r.ceiling {
 		if Shard(g, n) == k {
@@ -366,11 +371,28 @@ func (r *Router) badAnswer(p *peerClient, err error) int16 {
 // List implements groups.Service: this sidecar's groups plus those of
 // every other owner of the domain (fan-out), merged.
 func (r *Router) List(ctx context.Context) ([]groups.Listing, int16) {
+	out, _ := r.local.List(ctx)
+	code := r.eachOtherOwner(ctx, func(k int, p *peerClient) int16 {
+		a := listCall.remote(ctx, r, k, p, &listReq{})
+		out = append(out, a.groups...)
+		return a.code
+	})
+	if code != 0 {
+		return nil, code
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	out = slices.CompactFunc(out, func(a, b groups.Listing) bool { return a.Group == b.Group })
+	return out, 0
+}
+
+// eachOtherOwner calls f once for every other sidecar that owns shards of
+// the domain (with one of its shards): ListGroups' fan-out. The first
+// non-zero code (f's, or of an owner that cannot be looked up) ends it.
+func (r *Router) eachOtherOwner(ctx context.Context, f func(k int, p *peerClient) int16) int16 {
 	n := r.own.count()
 	if n == 0 {
-		return nil, kerr.CoordinatorLoadInProgress.Code
+		return kerr.CoordinatorLoadInProgress.Code
 	}
-	out, _ := r.local.List(ctx)
 	seen := map[string]bool{r.addr: true}
 	for k := range n {
 		if r.own.serving(k) != shardNone {
@@ -378,21 +400,17 @@ func (r *Router) List(ctx context.Context) ([]groups.Listing, int16) {
 		}
 		e, err := r.own.owner(ctx, k)
 		if err != nil {
-			return nil, kerr.CoordinatorNotAvailable.Code
+			return kerr.CoordinatorNotAvailable.Code
 		}
 		if e.none || e.node == r.opts.Node || seen[e.addr] {
 			continue
 		}
 		seen[e.addr] = true
-		a := listCall.remote(ctx, r, k, r.peer(e.addr), &listReq{})
-		if a.code != 0 {
-			return nil, a.code
+		if code := f(k, r.peer(e.addr)); code != 0 {
+			return code
 		}
-		out = append(out, a.groups...)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
-	out = slices.CompactFunc(out, func(a, b groups.Listing) bool { return a.Group == b.Group })
-	return out, 0
+	return 0
 }
 
 // Counts implements groups.Service (this sidecar's own groups).

@@ -261,9 +261,10 @@ func TestExampleConfigGolden(t *testing.T) {
 				MaxSessionTimeout:     30 * time.Minute,
 				MaxSize:               2147483647,
 			},
-			Offsets:  bridge.OffsetsConfig{Mode: "auto"},
-			Producer: bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
-			Fetch:    bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
+			ConsumerGroups: bridge.ConsumerGroupsConfig{HeartbeatInterval: 5 * time.Second, SessionTimeout: 45 * time.Second, MaxSize: 2147483647},
+			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
+			Producer:       bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
+			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",

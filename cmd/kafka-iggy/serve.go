@@ -125,6 +125,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 			return err
 		}
 		bopts.Groups = router.Wrap
+		bopts.ConsumerGroups = router.WrapConsumer
 	}
 	br, err := bridge.New(bopts)
 	if err != nil {

@@ -54,11 +54,12 @@ var layers = map[string]rule{
 
 	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
 	"bridge/groups":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups"), tests: testKit},
+	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups"), tests: testKit},
 	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession": {},
 	"bridge/telemetry":    {imports: []string{"budget"}},
+	"bridge/cgroups":      {},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth"}, tests: with(testKit, "proxy")},

@@ -1,0 +1,156 @@
+package cluster
+
+// The forwarded calls of the consumer group protocol (KIP-848,
+// bridge/cgroups): a consumer-protocol group is served by the owner of its
+// shard like a classic one. consumerRouter is the cgroups.Service the
+// bridge calls (Router.WrapConsumer); each call is one entry of the table
+// (peercall.go) served by the local cgroups coordinator at the owner. The
+// groups' state is in the owner's memory: when a shard moves, its
+// consumer-protocol groups are dropped and their members, unknown at the
+// new owner, join again (epoch 0).
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
+)
+
+var cgHeartbeatCall = register(&call[cgHeartbeatReq, cgroups.HeartbeatResult]{
+	kind: 19, name: "cg_heartbeat",
+	group:  func(p *cgHeartbeatReq) string { return p.p.Group },
+	params: cgHeartbeatBody, answer: cgHeartbeatResult,
+	code: func(a *cgroups.HeartbeatResult) int16 { return a.Code },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, p *cgHeartbeatReq) cgroups.HeartbeatResult {
+		return c.Heartbeat(p.p, p.topicMap())
+	},
+	fail: func(p *cgHeartbeatReq, code int16, _ failure) cgroups.HeartbeatResult {
+		return cgroups.HeartbeatResult{Code: code, MemberID: p.p.MemberID, MemberEpoch: p.p.MemberEpoch}
+	},
+})
+
+var cgDescribeCall = register(&call[groupReq, cgDescribeAnswer]{
+	kind: 20, name: "cg_describe",
+	group:  func(p *groupReq) string { return p.group },
+	params: groupReqBody, answer: cgDescribeBody,
+	code: func(a *cgDescribeAnswer) int16 { return a.code },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, p *groupReq) cgDescribeAnswer {
+		d, found := c.Describe(p.group)
+		return cgDescribeAnswer{d: d, found: found}
+	},
+	fail: func(_ *groupReq, code int16, _ failure) cgDescribeAnswer { return cgDescribeAnswer{code: code} },
+})
+
+// ListGroups' consumer-protocol part: every owner answers for its own.
+var cgListCall = register(&call[listReq, cgListAnswer]{
+	kind: 21, name: "cg_list",
+	params: listReqBody, answer: cgListBody,
+	code: func(a *cgListAnswer) int16 { return a.code },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, _ *listReq) cgListAnswer {
+		return cgListAnswer{groups: c.List()}
+	},
+	fail: func(_ *listReq, code int16, _ failure) cgListAnswer { return cgListAnswer{code: code} },
+})
+
+var cgCommitCall = register(&call[cgValidateReq, cgValidateAnswer]{
+	kind: 22, name: "cg_validate_commit",
+	group:  func(p *cgValidateReq) string { return p.group },
+	params: cgValidateBody, answer: cgValidateAnswerBody,
+	code: func(a *cgValidateAnswer) int16 { return a.code },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, p *cgValidateReq) cgValidateAnswer {
+		id := ""
+		if p.memberID != nil {
+			id = *p.memberID
+		}
+		code, is := c.ValidateCommit(p.group, id, p.epoch, p.version)
+		return cgValidateAnswer{code, is}
+	},
+	fail: func(_ *cgValidateReq, code int16, _ failure) cgValidateAnswer { return cgValidateAnswer{code, true} },
+})
+
+var cgFetchCall = register(&call[cgValidateReq, cgValidateAnswer]{
+	kind: 23, name: "cg_validate_fetch",
+	group:  func(p *cgValidateReq) string { return p.group },
+	params: cgValidateBody, answer: cgValidateAnswerBody,
+	code: func(a *cgValidateAnswer) int16 { return a.code },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, p *cgValidateReq) cgValidateAnswer {
+		code, is := c.ValidateFetch(p.group, p.memberID, p.epoch)
+		return cgValidateAnswer{code, is}
+	},
+	fail: func(_ *cgValidateReq, code int16, _ failure) cgValidateAnswer { return cgValidateAnswer{code, true} },
+})
+
+var cgReleaseCall = register(&call[groupReq, cgReleaseAnswer]{
+	kind: 24, name: "cg_release",
+	group:  func(p *groupReq) string { return p.group },
+	params: groupReqBody, answer: cgReleaseBody,
+	code: func(*cgReleaseAnswer) int16 { return 0 },
+	clocal: func(_ context.Context, c *cgroups.Coordinator, p *groupReq) cgReleaseAnswer {
+		return cgReleaseAnswer{c.Release(p.group)}
+	},
+	// Not served (the owner moving or unreachable): the classic call that
+	// follows meets the same owner and answers for it.
+	fail: func(*groupReq, int16, failure) cgReleaseAnswer { return cgReleaseAnswer{} },
+})
+
+// WrapConsumer is the bridge.Options.ConsumerGroups hook: it keeps the
+// local consumer-protocol coordinator and returns the service that routes
+// each group to its owner.
+func (r *Router) WrapConsumer(local *cgroups.Coordinator) cgroups.Service {
+	r.clocal = local
+	return consumerRouter{r}
+}
+
+// consumerRouter implements cgroups.Service over the Router.
+type consumerRouter struct{ r *Router }
+
+var _ cgroups.Service = consumerRouter{}
+
+// Heartbeat implements cgroups.Service.
+func (cr consumerRouter) Heartbeat(ctx context.Context, p cgroups.HeartbeatParams, topics map[string]int32) cgroups.HeartbeatResult {
+	return do(ctx, cr.r, cgHeartbeatCall, newCGHeartbeatReq(p, topics))
+}
+
+// Describe implements cgroups.Service.
+func (cr consumerRouter) Describe(ctx context.Context, group string) (cgroups.Description, bool, int16) {
+	a := do(ctx, cr.r, cgDescribeCall, &groupReq{group})
+	return a.d, a.found, a.code
+}
+
+// List implements cgroups.Service: this sidecar's groups and every other
+// owner's, merged.
+func (cr consumerRouter) List(ctx context.Context) ([]cgroups.Listing, int16) {
+	r := cr.r
+	out := r.clocal.List()
+	code := r.eachOtherOwner(ctx, func(k int, p *peerClient) int16 {
+		a := cgListCall.remote(ctx, r, k, p, &listReq{})
+		out = append(out, a.groups...)
+		return a.code
+	})
+	if code != 0 {
+		return nil, code
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return slices.CompactFunc(out, func(a, b cgroups.Listing) bool { return a.Group == b.Group }), 0
+}
+
+// ValidateCommit implements cgroups.Service.
+func (cr consumerRouter) ValidateCommit(ctx context.Context, group, memberID string, epoch int32, version int16) (int16, bool) {
+	a := do(ctx, cr.r, cgCommitCall, &cgValidateReq{group: group, memberID: &memberID, epoch: epoch, version: version})
+	return a.code, a.isGroup
+}
+
+// ValidateFetch implements cgroups.Service.
+func (cr consumerRouter) ValidateFetch(ctx context.Context, group string, memberID *string, epoch int32) (int16, bool) {
+	a := do(ctx, cr.r, cgFetchCall, &cgValidateReq{group: group, memberID: memberID, epoch: epoch})
+	return a.code, a.isGroup
+}
+
+// Release implements cgroups.Service.
+func (cr consumerRouter) Release(ctx context.Context, group string) bool {
+	return do(ctx, cr.r, cgReleaseCall, &groupReq{group}).busy
+}
+
+// Counts implements cgroups.Service (this sidecar's own groups).
+func (cr consumerRouter) Counts() (int, int) { return cr.r.clocal.Counts() }
