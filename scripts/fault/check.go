@@ -103,6 +103,7 @@ type lostRecord struct {
 }
 
 type backwardCommit struct {
+	Source     string `json:"source"` // "commit": an accepted commit lower than one before; "offset_fetch": a read lower than a commit acknowledged before it was sent
 	Partition  int32  `json:"partition"`
 	From       int64  `json:"from"`
 	FromMember string `json:"from_member"`
@@ -142,6 +143,7 @@ type findings struct {
 	Assignments     int                       `json:"assignments"`
 	Generations     int                       `json:"generations"`
 	Commits         int                       `json:"commits"`
+	OffsetReads     int                       `json:"offset_reads"`
 }
 
 func (f *findings) anomalies() int {
@@ -160,7 +162,7 @@ func lastFaultBefore(faults []faultRun, t time.Time) string {
 }
 
 // check holds the journal against the log read back.
-func check(log []logRecord, acks []ack, failed map[string]int, assigns []assignment, commits []commit, faults []faultRun) *findings {
+func check(log []logRecord, acks []ack, failed map[string]int, assigns []assignment, commits []commit, samples []observed, faults []faultRun) *findings {
 	f := &findings{Producers: map[string]*producerStats{}, LogRecords: len(log), Duplicates: []duplicate{},
 		Lost: []lostRecord{}, BackwardCommits: []backwardCommit{}, DoubleOwners: []doubleOwner{}}
 	stats := func(p string) *producerStats {
@@ -261,13 +263,15 @@ func check(log []logRecord, acks []ack, failed map[string]int, assigns []assignm
 	last := map[int32]commit{}
 	for _, c := range cs {
 		if prev, ok := last[c.Partition]; ok && c.Offset < prev.Offset {
-			f.BackwardCommits = append(f.BackwardCommits, backwardCommit{Partition: c.Partition,
+			f.BackwardCommits = append(f.BackwardCommits, backwardCommit{Source: "commit", Partition: c.Partition,
 				From: prev.Offset, FromMember: prev.Member, FromGen: prev.Generation,
 				To: c.Offset, ToMember: c.Member, ToGen: c.Generation,
 				At: c.At.UTC().Format(time.RFC3339Nano), AfterFault: lastFaultBefore(faults, c.At)})
 		}
 		last[c.Partition] = c
 	}
+	f.BackwardCommits = append(f.BackwardCommits, backwardReads(cs, samples, faults)...)
+	f.OffsetReads = len(samples)
 
 	// Owners per generation.
 	owners := map[int32]map[int32]map[string]bool{} // generation -> partition -> members
@@ -306,4 +310,53 @@ func check(log []logRecord, acks []ack, failed map[string]int, assigns []assignm
 		return a.Generation < b.Generation || a.Generation == b.Generation && a.Partition < b.Partition
 	})
 	return f
+}
+
+// backwardReads finds committed offsets read back (OffsetFetch) lower than
+// the highest offset known committed when the read was sent: a commit
+// acknowledged, or a read answered, before it. Each drop is reported once.
+func backwardReads(commits []commit, samples []observed, faults []faultRun) []backwardCommit {
+	type event struct {
+		at    time.Time
+		check bool // a read to check (at its send time); else a known offset
+		p     int32
+		off   int64
+		who   string
+		gen   int32
+	}
+	var evs []event
+	for _, c := range commits {
+		evs = append(evs, event{at: c.At, p: c.Partition, off: c.Offset, who: c.Member, gen: c.Generation})
+	}
+	for _, s := range samples {
+		who := "offset_fetch via " + s.Via
+		evs = append(evs, event{at: s.Sent, check: true, p: s.Partition, off: s.Offset, who: who, gen: -1},
+			event{at: s.Received, p: s.Partition, off: s.Offset, who: who, gen: -1})
+	}
+	// Checks before knowns at the same instant: only what was known strictly
+	// before a read was sent binds it.
+	sort.SliceStable(evs, func(i, j int) bool {
+		if !evs[i].at.Equal(evs[j].at) {
+			return evs[i].at.Before(evs[j].at)
+		}
+		return evs[i].check && !evs[j].check
+	})
+	known := map[int32]event{}
+	reported := map[[3]int64]bool{}
+	var out []backwardCommit
+	for _, e := range evs {
+		k, ok := known[e.p]
+		if e.check {
+			if ok && e.off < k.off && !reported[[3]int64{int64(e.p), k.off, e.off}] {
+				reported[[3]int64{int64(e.p), k.off, e.off}] = true
+				out = append(out, backwardCommit{Source: "offset_fetch", Partition: e.p, From: k.off, FromMember: k.who, FromGen: k.gen,
+					To: e.off, ToMember: e.who, ToGen: -1, At: e.at.UTC().Format(time.RFC3339Nano), AfterFault: lastFaultBefore(faults, e.at)})
+			}
+			continue
+		}
+		if !ok || e.off > k.off { // the first to make an offset known names it
+			known[e.p] = e
+		}
+	}
+	return out
 }

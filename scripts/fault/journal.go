@@ -49,6 +49,7 @@ type journal struct {
 	produceErrs map[string]int // producer -> records that failed
 	assigns     []assignment
 	commits     []commit
+	samples     []observed
 	commitErrs  int
 	consumed    int
 	faults      []faultRun

@@ -231,6 +231,13 @@ func (w *workload) run(ctx context.Context) (*report, error) {
 		w.javas = append(w.javas, p)
 	}
 
+	sctx, stopSampler := context.WithCancel(ctx)
+	defer stopSampler()
+	sampled, err := sampleOffsets(sctx, j, w.kafka, group)
+	if err != nil {
+		return nil, err
+	}
+
 	var runErrs []string
 	warm := 10 * time.Second
 	fmt.Printf("fault: clients running; first fault in %s\n", warm)
@@ -259,6 +266,8 @@ func (w *workload) run(ctx context.Context) (*report, error) {
 	for _, err := range stopAll(w.gos, w.javas, w.members, 2*time.Minute) {
 		runErrs = append(runErrs, err.Error())
 	}
+	stopSampler()
+	<-sampled
 	j.close()
 
 	fmt.Println("fault: reading every partition back")
@@ -268,7 +277,10 @@ func (w *workload) run(ctx context.Context) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := check(log, j.acks, j.produceErrs, j.assigns, j.commits, j.faults)
+	if err := writeLog(filepath.Join(w.runDir, "log.tsv"), log); err != nil {
+		return nil, err
+	}
+	f := check(log, j.acks, j.produceErrs, j.assigns, j.commits, j.samples, j.faults)
 	rep := &report{Seed: o.seed, Smoke: o.smoke, Started: w.started, Duration: time.Since(w.started).Round(time.Second).String(),
 		Topic: topic, Partitions: o.partitions, Group: group, Faults: j.faults, FaultCounts: map[string]int{},
 		Consumed: j.consumed, CommitErrs: j.commitErrs, Errors: runErrs, Findings: f, Anomalies: f.anomalies(), RunDir: w.runDir}
@@ -379,4 +391,15 @@ func javaReady() error {
 		return fmt.Errorf("the Java producer in %s is missing or compiled from another source; run `make test-deps` (or -java=false)", javaFaultDir())
 	}
 	return nil
+}
+
+// writeLog keeps the records read back (partition, offset, key), the
+// evidence behind every duplicate and loss the report names.
+func writeLog(path string, log []logRecord) error {
+	var b strings.Builder
+	b.WriteString("partition\toffset\tkey\n")
+	for _, r := range log {
+		fmt.Fprintf(&b, "%d\t%d\t%s\n", r.Partition, r.Offset, r.Key)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

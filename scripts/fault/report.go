@@ -53,8 +53,8 @@ func (r *report) producers() []string {
 func (r *report) summary(w io.Writer) {
 	f := r.Findings
 	fmt.Fprintf(w, "fault workload: seed %d, %s, %d faults (%s)\n", r.Seed, r.Duration, len(r.Faults), r.countsText())
-	fmt.Fprintf(w, "records: %d in the log (%d partitions), %d consumed by the group, %d commits accepted (%d refused), %d assignments over %d generations\n",
-		f.LogRecords, r.Partitions, r.Consumed, f.Commits, r.CommitErrs, f.Assignments, f.Generations)
+	fmt.Fprintf(w, "records: %d in the log (%d partitions), %d consumed by the group, %d commits accepted (%d refused), %d committed offsets read back, %d assignments over %d generations\n",
+		f.LogRecords, r.Partitions, r.Consumed, f.Commits, r.CommitErrs, f.OffsetReads, f.Assignments, f.Generations)
 	for _, p := range r.producers() {
 		s := f.Producers[p]
 		fmt.Fprintf(w, "  producer %-6s acked %6d  failed %4d  in log %6d  duplicates %4d  lost %4d  misplaced %4d  unacked in log %4d\n",
@@ -79,8 +79,8 @@ func (r *report) summary(w io.Writer) {
 		fmt.Fprintf(w, "  lost: %s acked at %d/%d, found at %s (after %s)\n", l.Key, l.Partition, l.Offset, orNone(l.FoundAt), orNone(l.AfterFault))
 	}
 	for _, b := range f.BackwardCommits {
-		fmt.Fprintf(w, "  backward commit: partition %d from %d (%s, gen %d) to %d (%s, gen %d) at %s (after %s)\n",
-			b.Partition, b.From, b.FromMember, b.FromGen, b.To, b.ToMember, b.ToGen, b.At, orNone(b.AfterFault))
+		fmt.Fprintf(w, "  backward commit (%s): partition %d from %d (%s, gen %d) to %d (%s, gen %d) at %s (after %s)\n",
+			b.Source, b.Partition, b.From, b.FromMember, b.FromGen, b.To, b.ToMember, b.ToGen, b.At, orNone(b.AfterFault))
 	}
 	for _, d := range f.DoubleOwners {
 		fmt.Fprintf(w, "  two owners: generation %d partition %d: %s\n", d.Generation, d.Partition, strings.Join(d.Members, ", "))
