@@ -174,6 +174,14 @@ func (w *workload) run(ctx context.Context) (*report, error) {
 		}
 	}
 	faults := plan(o.seed, o.smoke, o.perKind, o.minFaults, o.duration)
+	// A watchdog: the whole run ends (every process killed) at the latest 15
+	// minutes after the schedule's planned end, whatever hangs.
+	var planned time.Duration
+	for _, f := range faults {
+		planned += f.Gap + f.Hold + estimate(f.Kind)
+	}
+	ctx, cancel := context.WithTimeout(ctx, planned+15*time.Minute)
+	defer cancel()
 	fmt.Printf("fault: schedule of %d faults:\n", len(faults))
 	for _, f := range faults {
 		fmt.Printf("  %s\n", f)
