@@ -156,6 +156,7 @@ func TestPlan(t *testing.T) {
 	for _, f := range full {
 		planned += f.Gap + f.Hold + estimate(f.Kind)
 	}
+	t.Logf("seed 7: %d faults planned over %s", len(full), planned)
 	if len(full) < 50 || planned < 30*time.Minute {
 		t.Errorf("full schedule: %d faults over %s, want >= 50 over >= 30m", len(full), planned)
 	}

@@ -96,15 +96,17 @@ func plan(seed uint64, smoke bool, perKind, minFaults int, duration time.Duratio
 	return fs
 }
 
-// estimate is the planner's guess of a fault's time beyond its hold (restarts,
-// drains).
+// estimate is the planner's guess of a fault's time beyond its hold
+// (restarts, drains; measured on loopback: a sidecar restarts in about 0.1 s
+// and drains in under 0.1 s when idle, a rolling restart takes about its two
+// holds plus 0.5 s).
 func estimate(kind string) time.Duration {
 	switch kind {
 	case faultRolling:
-		return 20 * time.Second
+		return time.Duration(2.5 * float64(time.Second)) // the second hold, and the restarts
 	case faultIggyKill:
-		return 5 * time.Second
+		return time.Second
 	default:
-		return 2 * time.Second
+		return 500 * time.Millisecond
 	}
 }
