@@ -66,7 +66,7 @@ func main() {
 	fs.StringVar(&o.out, "out", "", "directory that receives FAULTS.md (make fault: docs; default none)")
 	fs.StringVar(&o.note, "note", "", "a line for FAULTS.md (e.g. that this is not the 30-minute run)")
 	fs.StringVar(&o.report, "report", "", "path of the JSON report (default: report.json in the run directory)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, data) also when the run is clean")
+	fs.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, data, report.json) also when the run is clean (it is kept when the run fails or -out is set)")
 	_ = fs.Parse(os.Args[1:])
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano())
@@ -104,7 +104,6 @@ func run(ctx context.Context, o options) int {
 		fmt.Fprintln(os.Stderr, "fault:", err)
 		return 2
 	}
-	fmt.Printf("fault: JSON report %s\n", path)
 	if o.out != "" {
 		if err := rep.writeMarkdown(o.out, o.note); err != nil {
 			fmt.Fprintln(os.Stderr, "fault:", err)
@@ -112,14 +111,18 @@ func run(ctx context.Context, o options) int {
 		}
 		fmt.Printf("fault: wrote %s\n", filepath.Join(o.out, "FAULTS.md"))
 	}
-	if rep.Anomalies > 0 || len(rep.Errors) > 0 {
-		fmt.Printf("fault: FAILED; logs and data kept in %s\n", runDir)
-		return 1
-	}
-	if !o.keep && o.report == "" {
-		_ = os.RemoveAll(runDir)
+	failed := rep.Anomalies > 0 || len(rep.Errors) > 0
+	if !failed && !o.keep && o.out == "" {
+		_ = os.RemoveAll(runDir) // a clean smoke run leaves nothing behind
+		if o.report != "" {
+			fmt.Printf("fault: JSON report %s\n", path)
+		}
 	} else {
-		fmt.Printf("fault: logs and data kept in %s\n", runDir)
+		fmt.Printf("fault: JSON report %s; logs and data kept in %s\n", path, runDir)
+	}
+	if failed {
+		fmt.Println("fault: FAILED")
+		return 1
 	}
 	fmt.Println("fault: OK")
 	return 0
