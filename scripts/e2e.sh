@@ -18,7 +18,7 @@
 # 4. The fault workload's short version (scripts/fault -smoke, make
 #    fault-smoke): three sidecars and the Iggy server killed, stopped and
 #    rolled under idempotent producers and a group; fails on any anomaly.
-#    About 3 minutes.
+#    2-3 minutes.
 #
 # Everything it needs is installed first (make e2e depends on test-deps: cargo
 # crates, Maven jars, PyPI packages, Debian packages); the embedded server and
