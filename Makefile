@@ -14,8 +14,11 @@ STATICCHECK  := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZ_PKGS    ?= $(shell $(GO) list ./... 2>/dev/null)
 # Packages whose tests make test-race runs under the race detector.
 RACE_PKGS    ?= ./proxy/... ./bridge/iggy/ ./bridge/groups/ ./bridge/cluster/ ./embedded/...
+# Length of the fault phase of make fault (scripts/fault), and its seed (empty: from the clock).
+FAULT_DURATION ?= 30m
+FAULT_SEED     ?=
 
-.PHONY: all build run test test-race test-deps gen gen-check lint fuzz bench e2e clean
+.PHONY: all build run test test-race test-deps gen gen-check lint fuzz bench e2e fault fault-smoke clean
 
 all: build
 
@@ -91,6 +94,16 @@ bench-smoke:
 ## e2e: end-to-end checks with clients we did not write (Rust SDK conformance, ...)
 e2e: test-deps
 	bash scripts/e2e.sh
+
+## fault: the fault workload (scripts/fault): embedded-iggy on disk, three sidecars, idempotent
+##        producers and a group while a seeded schedule kills, stops and rolls them (FAULT_DURATION,
+##        default 30m, >= 50 faults); reads everything back, rewrites docs/FAULTS.md, fails on anomalies
+fault: test-deps build
+	$(GO) run ./scripts/fault -bin $(BIN) -duration $(FAULT_DURATION) $(if $(FAULT_SEED),-seed $(FAULT_SEED)) -out docs
+
+## fault-smoke: the 2-3 minute version (3 faults of each kind; run by make e2e), no docs written
+fault-smoke: test-deps build
+	$(GO) run ./scripts/fault -smoke -bin $(BIN) $(if $(FAULT_SEED),-seed $(FAULT_SEED))
 
 clean:
 	rm -rf bin

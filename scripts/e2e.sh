@@ -15,6 +15,10 @@
 #    client scenarios (groups, commits, rebalances) again, on the sidecar only
 #    (iggy.protocol auto) over the embedded server in 0.12 mode (the Iggy 0.10
 #    wire). About 2 minutes.
+# 4. The fault workload's short version (scripts/fault -smoke, make
+#    fault-smoke): three sidecars and the Iggy server killed, stopped and
+#    rolled under idempotent producers and a group; fails on any anomaly.
+#    2-3 minutes.
 #
 # Everything it needs is installed first (make e2e depends on test-deps: cargo
 # crates, Maven jars, PyPI packages, Debian packages); the embedded server and
@@ -80,6 +84,9 @@ e2e_012() {
     KAFKA_IGGY_E2E_IGGY_PROTOCOL=0.12 KAFKA_IGGY_E2E_TARGETS=sidecar go test -count=1 -timeout 20m ./scripts/e2e \
         -run '^(TestJavaRoundTrip|TestJava39RoundTrip|TestPythonRoundTrip|TestKcatRoundTrip|TestKcatReadsEveryCase|TestKgoRoundTrip|TestSaramaRoundTrip|TestKafkaGoRoundTrip|TestConfluentRoundTrip|TestScenarios)$'
 }
+
+echo "== e2e: fault workload, short version (scripts/fault -smoke)"
+go run ./scripts/fault -smoke -bin "$workdir/kafka-iggy"
 
 if [[ "${KAFKA_IGGY_E2E_COMPAT:-1}" == 0 ]]; then
     if [[ "${CI:-}" == true ]]; then

@@ -88,6 +88,19 @@ if [[ "$(cat "$java_dir/stamp" 2>/dev/null || true)" != "$stamp" || ! -f "$java_
         javac -encoding UTF-8 --release 17 -d "$java_dir/classes" -cp "$java_dir/lib/*" "$java_src/KafkaRoundTrip.java"
     echo "$stamp" >"$java_dir/stamp"
 fi
+# The Java producer of the fault workload (scripts/fault/java), compiled
+# against the same jars into its own dir with its own stamp (the pom, which
+# names the jars, and its source); scripts/fault checks the same stamp.
+fault_java_src="scripts/fault/java"
+fault_java_dir="${KAFKA_IGGY_FAULT_JAVA_DIR:-$HOME/.cache/kafka-iggy/java-fault}"
+fault_stamp="$(cat "$java_src/pom.xml" "$fault_java_src/FaultProducer.java" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$fault_java_dir/stamp" 2>/dev/null || true)" != "$fault_stamp" || ! -f "$fault_java_dir/classes/FaultProducer.class" ]]; then
+    rm -rf "$fault_java_dir/classes" "$fault_java_dir/stamp"
+    mkdir -p "$fault_java_dir/classes"
+    run_quiet "javac FaultProducer.java" \
+        javac -encoding UTF-8 --release 17 -d "$fault_java_dir/classes" -cp "$java_dir/lib/*" "$fault_java_src/FaultProducer.java"
+    echo "$fault_stamp" >"$fault_java_dir/stamp"
+fi
 
 # --- the official Iggy Rust SDK conformance driver (embedded/conformance_test.go)
 # scripts/conformance pins the iggy crate (=0.11.0) in Cargo.lock; cargo
