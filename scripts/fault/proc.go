@@ -23,7 +23,7 @@ import (
 	"time"
 )
 
-const peerSecret = "fault-workload-peer-secret-0123"
+const peerSecret = "fault-workload-peer-secret-0123456789"
 
 // proc is one supervised process, started again on the same ports after a
 // kill; its log (stderr and stdout) goes to dir/name.log, appended across
