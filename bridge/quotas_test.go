@@ -97,7 +97,7 @@ func TestClientQuotasKept(t *testing.T) {
 		entity []string
 		ops    []kmsg.AlterClientQuotasRequestEntryOp
 	}{
-		{[]string{"client-id", "app"}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 1 << 20), quotaOp("consumer_byte_rate", 2 << 20)}},
+		{[]string{"client-id", "app"}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 1<<20), quotaOp("consumer_byte_rate", 2<<20)}},
 		{[]string{"client-id", ""}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("request_percentage", 50)}},
 		{[]string{"user", "alice", "client-id", "app"}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("producer_byte_rate", 1000)}},
 		{[]string{"user", ""}, []kmsg.AlterClientQuotasRequestEntryOp{quotaOp("controller_mutation_rate", 10)}},
