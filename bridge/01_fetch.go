@@ -80,6 +80,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -200,6 +201,9 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
+	}
+	if resp.ThrottleMillis = f.b.quotaThrottle(ctx, rq, quotas.Fetch, len(buf.B)); resp.ThrottleMillis > 0 {
+		throttledFetch(parts) // client quotas (quotas.go): answered without records, as Kafka
 	}
 	for i := range parts {
 		p := &parts[i]

@@ -89,6 +89,8 @@ type Store struct {
 	next     uint64
 	syncedAt time.Time
 	created  bool
+
+	thr throttle // the byte rates measured here (throttle.go)
 }
 
 // New returns a sidecar's view of the client quotas kept in Iggy, read and

@@ -1,0 +1,83 @@
+package quotas
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Kind is what a byte-rate quota limits.
+type Kind uint8
+
+const (
+	Produce Kind = iota // producer_byte_rate: the bytes of Produce requests
+	Fetch               // consumer_byte_rate: the bytes of Fetch responses
+)
+
+func (k Kind) key() string {
+	if k == Produce {
+		return ProducerByteRate
+	}
+	return ConsumerByteRate
+}
+
+// String is the kind's metric label.
+func (k Kind) String() string {
+	if k == Produce {
+		return "produce"
+	}
+	return "fetch"
+}
+
+// sensorKey names one rate, as Kafka's quota metric tags: the user and
+// client id the applying quota entity is keyed by ("" when it has none).
+type sensorKey struct {
+	kind           Kind
+	user, clientID string
+}
+
+// throttle holds the sidecar's rates.
+type throttle struct {
+	mu      sync.Mutex
+	sensors map[sensorKey]*rate
+}
+
+// Record counts n bytes of kind for a connection of user and clientID at
+// now, and returns how long it is throttled: zero when no quota applies
+// or the rate is within it, else Kafka's throttle time (the time until the
+// rate over the last windows falls back to the quota). A throttled Fetch
+// is answered without its records (as Kafka answers it empty), so its
+// bytes are taken back out of the rate, as Kafka's unrecordQuotaSensor.
+func (s *Store) Record(ctx context.Context, kind Kind, user, clientID string, n int, now time.Time) time.Duration {
+	bound, level, ok := s.resolve(ctx, user, clientID, kind.key())
+	if !ok {
+		return 0
+	}
+	k := sensorKey{kind: kind}
+	switch level {
+	case levelUserClient:
+		k.user, k.clientID = user, clientID
+	case levelUser:
+		k.user = user
+	default:
+		k.clientID = clientID
+	}
+	ms := now.UnixMilli()
+	t := &s.thr
+	t.mu.Lock()
+	if t.sensors == nil {
+		t.sensors = map[sensorKey]*rate{}
+	}
+	r := t.sensors[k]
+	if r == nil {
+		r = &rate{}
+		t.sensors[k] = r
+	}
+	r.record(float64(n), ms)
+	th := r.throttleMs(bound, ms)
+	if th > 0 && kind == Fetch {
+		r.record(-float64(n), ms)
+	}
+	t.mu.Unlock()
+	return time.Duration(th) * time.Millisecond
+}
