@@ -37,8 +37,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // layers is the picture of docs/ARCHITECTURE.md, one entry per package of
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
-// ours; codec/records, bridge/offsets, bridge/topicconfig and
-// bridge/fetchsession serve bridge
+// ours; codec/records, bridge/offsets, bridge/topicconfig,
+// bridge/quotas and bridge/fetchsession serve bridge
 // only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
@@ -58,6 +58,7 @@ var layers = map[string]rule{
 	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession": {},
+	"bridge/quotas":       {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/..."}, tests: with(testKit, "proxy")},
 
@@ -89,6 +90,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/offsets":      {"bridge"},
 	"bridge/topicconfig":  {"bridge"},
 	"bridge/fetchsession": {"bridge"},
+	"bridge/quotas":       {"bridge"},
 	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 
