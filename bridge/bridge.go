@@ -114,7 +114,7 @@ func New(o Options) (*Bridge, error) {
 	}
 	b.offsets = offsets.New(o.Client, kafkaTopics{b}, o.Config.Offsets.Mode, o.Log)
 	b.store = topicconfig.NewStore(o.Client, b.metrics, o.Log)
-	b.quotas = quotas.New(o.Client, o.Log)
+	b.quotas = quotas.New(o.Client, b.metrics, o.Log)
 	local := groups.New(o.Config.Groups, o.Log, nil)
 	local.SetOffsets(offsetsDeleter{b.offsets})
 	b.groups = local

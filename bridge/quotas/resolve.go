@@ -15,6 +15,16 @@ const (
 	levelClient                  // client id (or default) alone
 )
 
+func (l level) String() string {
+	switch l {
+	case levelUserClient:
+		return "user_client_id"
+	case levelUser:
+		return "user"
+	}
+	return "client_id"
+}
+
 // Quota returns the quota of key (bytes per second for the byte rates)
 // that applies to a connection of user and clientID, from a view at most
 // maxAge old, and false when none applies. The first entity in Kafka's

@@ -80,9 +80,10 @@ type Entry struct {
 
 // Store is a sidecar's view of the client-quota log.
 type Store struct {
-	client *iggy.Client
-	log    zerolog.Logger
-	syncMu sync.Mutex // one reader of Iggy at a time
+	client  *iggy.Client
+	log     zerolog.Logger
+	metrics Metrics    // nil: none
+	syncMu  sync.Mutex // one reader of Iggy at a time
 
 	mu       sync.RWMutex
 	entries  map[string]*Entry // by Entity.key
@@ -94,9 +95,9 @@ type Store struct {
 }
 
 // New returns a sidecar's view of the client quotas kept in Iggy, read and
-// written through client.
-func New(client *iggy.Client, log zerolog.Logger) *Store {
-	return &Store{client: client, log: log, entries: map[string]*Entry{}}
+// written through client; the throttle reports to metrics.
+func New(client *iggy.Client, metrics Metrics, log zerolog.Logger) *Store {
+	return &Store{client: client, log: log, metrics: metrics, entries: map[string]*Entry{}}
 }
 
 // Describe returns the entities matching filters (validated by the

@@ -29,6 +29,17 @@ func (k Kind) String() string {
 	return "fetch"
 }
 
+// Metrics is where the throttle reports what it measures. Labels are the
+// kind ("produce", "fetch") and the level of the quota entity that applied
+// ("user_client_id", "user", "client_id"): never names, so their number is
+// bounded.
+type Metrics interface {
+	// QuotaBytes adds bytes counted against a quota.
+	QuotaBytes(kind, level string, n int)
+	// QuotaThrottle counts one throttle of ms milliseconds given.
+	QuotaThrottle(kind, level string, ms int64)
+}
+
 // sensorKey names one rate, as Kafka's quota metric tags: the user and
 // client id the applying quota entity is keyed by ("" when it has none).
 type sensorKey struct {
@@ -79,5 +90,11 @@ func (s *Store) Record(ctx context.Context, kind Kind, user, clientID string, n 
 		r.record(-float64(n), ms)
 	}
 	t.mu.Unlock()
+	if m := s.metrics; m != nil {
+		m.QuotaBytes(kind.String(), level.String(), n)
+		if th > 0 {
+			m.QuotaThrottle(kind.String(), level.String(), th)
+		}
+	}
 	return time.Duration(th) * time.Millisecond
 }

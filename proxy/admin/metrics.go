@@ -69,6 +69,9 @@ type Metrics struct {
 	groupMembers prometheus.Gauge
 	fetchWaiters prometheus.Gauge
 	compactBytes prometheus.Gauge
+	quotaBytes   *prometheus.CounterVec
+	quotaThrottS *prometheus.CounterVec
+	quotaThrotN  *prometheus.CounterVec
 
 	// Iggy upstream.
 	sessionsUp    prometheus.Gauge
@@ -154,6 +157,23 @@ func NewMetrics(version string) *Metrics {
 		"Fetch requests waiting for data (long polls) now.")
 	m.compactBytes = f.gauge("compact_topic_bytes",
 		"Bytes Iggy holds for topics whose cleanup.policy includes compact (kept whole: Iggy never compacts), as of the last measurement (at most every 30 s while the topic-config store is read).")
+
+	m.quotaBytes = f.counterVec("quota_bytes_total",
+		"Bytes counted against client byte-rate quotas (Produce requests, Fetch responses), by quota (produce, fetch) and the level of the quota entity that applied (user_client_id, user, client_id); rate() is the byte rate.",
+		"quota", "entity")
+	m.quotaThrottS = f.counterVec("quota_throttle_seconds_total",
+		"Throttle time given to clients over a byte-rate quota (throttle_time_ms, the connection muted), by quota and entity level.",
+		"quota", "entity")
+	m.quotaThrotN = f.counterVec("quota_throttled_total",
+		"Responses that carried a client-quota throttle, by quota and entity level.",
+		"quota", "entity")
+	for _, q := range []string{"produce", "fetch"} { // every series from the start
+		for _, e := range []string{"user_client_id", "user", "client_id"} {
+			m.quotaBytes.WithLabelValues(q, e)
+			m.quotaThrottS.WithLabelValues(q, e)
+			m.quotaThrotN.WithLabelValues(q, e)
+		}
+	}
 
 	m.sessionsUp = f.gauge("upstream_sessions_up",
 		"Iggy sessions logged in now (readiness needs at least one).")
@@ -480,3 +500,14 @@ func (b *BridgeMetrics) AddFetchWaiters(delta int) { b.m.fetchWaiters.Add(float6
 
 // SetCompactBytes sets the bytes held by compact topics.
 func (b *BridgeMetrics) SetCompactBytes(n int64) { b.m.compactBytes.Set(float64(n)) }
+
+// QuotaBytes counts bytes against a client quota.
+func (b *BridgeMetrics) QuotaBytes(kind, level string, n int) {
+	b.m.quotaBytes.WithLabelValues(kind, level).Add(float64(n))
+}
+
+// QuotaThrottle counts one client-quota throttle of ms milliseconds.
+func (b *BridgeMetrics) QuotaThrottle(kind, level string, ms int64) {
+	b.m.quotaThrottS.WithLabelValues(kind, level).Add(float64(ms) / 1000)
+	b.m.quotaThrotN.WithLabelValues(kind, level).Inc()
+}
