@@ -203,7 +203,9 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
 	}
 	if resp.ThrottleMillis = f.b.quotaThrottle(ctx, rq, quotas.Fetch, len(buf.B)); resp.ThrottleMillis > 0 {
-		throttledFetch(parts) // client quotas (quotas.go): answered without records, as Kafka
+		for i := range parts { // client quotas (quotas.go): answered without records, as Kafka
+			parts[i].end = parts[i].start
+		}
 	}
 	for i := range parts {
 		p := &parts[i]

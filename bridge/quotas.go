@@ -36,12 +36,3 @@ func produceBytes(req *kmsg.ProduceRequest) int {
 	}
 	return n
 }
-
-// throttledFetch drops the records of a throttled Fetch: Kafka answers a
-// throttled consumer with no data, and the client fetches the same offsets
-// again once the throttle ends.
-func throttledFetch(parts []fetchPart) {
-	for i := range parts {
-		parts[i].end = parts[i].start
-	}
-}
