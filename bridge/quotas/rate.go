@@ -41,6 +41,15 @@ func (r *rate) record(v float64, now int64) {
 	s.last = now
 }
 
+// lastEvent is when the rate last recorded (unix ms).
+func (r *rate) lastEvent() int64 {
+	var last int64
+	for i := 0; i < r.n; i++ {
+		last = max(last, r.samples[i].last)
+	}
+	return last
+}
+
 // purge resets the samples with no event within the whole window.
 func (r *rate) purge(now int64) {
 	for i := 0; i < r.n; i++ {

@@ -43,3 +43,21 @@ func TestQuotaPrecedence(t *testing.T) {
 		t.Fatalf("after removal: %v", v)
 	}
 }
+
+// TestSensorsExpire: a rate nobody recorded to for an hour is dropped (a
+// sweep runs at most once a minute), as Kafka expires its quota sensors.
+func TestSensorsExpire(t *testing.T) {
+	s := &Store{entries: map[string]*Entry{}, syncedAt: time.Now().Add(time.Hour)}
+	p, _ := json.Marshal(record{V: version, Entity: Entity{{TypeClientID, nil}}, Ops: []Op{{Key: ProducerByteRate, Value: 100}}})
+	s.apply(p)
+	start := time.Now()
+	s.Record(context.Background(), Produce, Anonymous, "a", 10, start)
+	s.Record(context.Background(), Produce, Anonymous, "b", 10, start.Add(30*time.Minute))
+	if len(s.thr.sensors) != 2 {
+		t.Fatalf("%d rates, want 2", len(s.thr.sensors))
+	}
+	s.Record(context.Background(), Produce, Anonymous, "b", 10, start.Add(61*time.Minute))
+	if _, ok := s.thr.sensors[sensorKey{kind: Produce, clientID: "a"}]; ok || len(s.thr.sensors) != 1 {
+		t.Fatalf("rates after an idle hour: %v", s.thr.sensors)
+	}
+}

@@ -51,6 +51,26 @@ type sensorKey struct {
 type throttle struct {
 	mu      sync.Mutex
 	sensors map[sensorKey]*rate
+	swept   int64 // unix ms of the last sweep
+}
+
+// sensorIdleMs is how long a rate nobody recorded to is kept (Kafka
+// expires its quota sensors after an hour of inactivity): client ids come
+// and go, their rates must not pile up.
+const sensorIdleMs = 3600_000
+
+// sweep drops the rates idle for sensorIdleMs, at most once a minute (mu
+// held).
+func (t *throttle) sweep(now int64) {
+	if now-t.swept < 60_000 {
+		return
+	}
+	t.swept = now
+	for k, r := range t.sensors {
+		if now-r.lastEvent() >= sensorIdleMs {
+			delete(t.sensors, k)
+		}
+	}
 }
 
 // Record counts n bytes of kind for a connection of user and clientID at
@@ -79,6 +99,7 @@ func (s *Store) Record(ctx context.Context, kind Kind, user, clientID string, n 
 	if t.sensors == nil {
 		t.sensors = map[sensorKey]*rate{}
 	}
+	t.sweep(ms)
 	r := t.sensors[k]
 	if r == nil {
 		r = &rate{}
