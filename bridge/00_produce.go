@@ -95,6 +95,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
@@ -222,6 +223,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		}
 		g.Wait()
 	}
+	resp.ThrottleMillis = b.quotaThrottle(ctx, rq, quotas.Produce, produceBytes(req)) // client quotas (quotas.go)
 	return p.answer(req, resp)
 }
 

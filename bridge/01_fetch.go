@@ -82,6 +82,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -213,6 +214,11 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
+	}
+	if resp.ThrottleMillis = f.b.quotaThrottle(ctx, rq, quotas.Fetch, len(buf.B)); resp.ThrottleMillis > 0 {
+		for i := range parts { // client quotas (quotas.go): answered without records, as Kafka
+			parts[i].end = parts[i].start
+		}
 	}
 	for i := range parts {
 		p := &parts[i]

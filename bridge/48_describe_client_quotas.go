@@ -3,9 +3,11 @@ package bridge
 // DescribeClientQuotas: v0-v1
 //
 // Behavior:
-//   - The sidecar keeps no client quota (AlterClientQuotas stores none):
-//     a valid filter matches nothing and answers NONE with no entry, as
-//     Kafka answers with no quota configured.
+//   - Answered from the client quotas kept in Iggy (bridge/quotas), read
+//     to the end first: every entity matching the filter with its quotas,
+//     as Kafka's ClientQuotasImage.describe matches (exact name, default,
+//     any entity of the type; strict: no other type); NONE with no entry
+//     when none matches.
 //   - The filter is validated as Kafka's broker validates it, with its
 //     messages: an empty entity type or one given twice, a match type with
 //     a match string it does not take (exact without one, default or any
@@ -15,14 +17,17 @@ package bridge
 //
 // Version notes: v1 flexible.
 //
-// Iggy commands: none.
+// Iggy commands: POLL_MESSAGES (the quota log, to its end).
 
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
 func (b *Bridge) describeClientQuotasAPI() API {
@@ -32,14 +37,39 @@ func (b *Bridge) describeClientQuotasAPI() API {
 
 func init() { registerAPI((*Bridge).describeClientQuotasAPI) }
 
-func (b *Bridge) handleDescribeClientQuotas(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleDescribeClientQuotas(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	if code, msg := quotaFilterProblem(req.Components); code != 0 {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp, nil
 	}
+	filters := make([]quotas.Filter, 0, len(req.Components))
+	for _, c := range req.Components {
+		f := quotas.Filter{Type: c.EntityType, Match: int8(c.MatchType)}
+		if c.Match != nil {
+			f.Name = *c.Match
+		}
+		filters = append(filters, f)
+	}
+	found, err := b.quotas.Describe(ctx, filters, req.Strict)
+	if err != nil {
+		msg := err.Error()
+		resp.ErrorCode, resp.ErrorMessage = kafkaCode(err, scopeAdmin), &msg
+		return resp, nil
+	}
 	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+	for _, e := range found {
+		re := kmsg.NewDescribeClientQuotasResponseEntry()
+		for _, c := range e.Entity {
+			re.Entity = append(re.Entity, kmsg.DescribeClientQuotasResponseEntryEntity{Type: c.Type, Name: c.Name})
+		}
+		for k, v := range e.Values {
+			re.Values = append(re.Values, kmsg.DescribeClientQuotasResponseEntryValue{Key: k, Value: v})
+		}
+		sort.Slice(re.Values, func(i, j int) bool { return re.Values[i].Key < re.Values[j].Key })
+		resp.Entries = append(resp.Entries, re)
+	}
 	resp.ErrorMessage = kmsg.StringPtr("") // Kafka's: empty, not null
 	return resp, nil
 }

@@ -3,32 +3,33 @@ package bridge
 // AlterClientQuotas: v0-v1
 //
 // Behavior:
-//   - The sidecar does not enforce client quotas and keeps none, so it
-//     does not pretend to store one: each entry is validated (entity types
-//     user, client-id or ip, each once, ip alone; quota keys
-//     producer_byte_rate, consumer_byte_rate, request_percentage,
-//     controller_mutation_rate for users and client ids,
-//     connection_creation_rate for ips; values positive, each key once),
-//     and then
-//   - an entry of removals only, or any valid entry with ValidateOnly,
-//     answers NONE: with no quota configured, removing one changes nothing
-//     (as on Kafka);
-//   - an entry that sets a quota answers UNSUPPORTED_VERSION with a message
-//     saying quotas are not kept (Kafka's code for a quota request the
-//     broker cannot serve), so kafka-configs --alter reports it rather than
-//     a setting that would be silently ignored.
-//   - Invalid entries (an unknown entity type too) answer INVALID_REQUEST
-//     with the reason, as Kafka does.
+//   - Each entry is validated (entity types user, client-id or ip, each
+//     once, ip alone; quota keys producer_byte_rate, consumer_byte_rate,
+//     request_percentage, controller_mutation_rate for users and client
+//     ids, connection_creation_rate for ips; values positive, each key
+//     once); invalid entries (an unknown entity type too) answer
+//     INVALID_REQUEST with the reason, as Kafka does.
+//   - A valid user / client-id entry is kept in the client-quota log in
+//     Iggy (bridge/quotas), where every sidecar reads it: sets and
+//     removals in order, nothing written when nothing changes (removing a
+//     key that is not set answers NONE, as on Kafka). ValidateOnly writes
+//     nothing.
+//   - An ip entry (connection_creation_rate) is not kept: the sidecar does
+//     not limit connection creation; setting one answers
+//     UNSUPPORTED_VERSION saying so, removing one NONE.
 //
 // Version notes: v1 flexible.
 //
-// Iggy commands: none.
+// Iggy commands: POLL_MESSAGES and SEND_MESSAGES (the quota log), and
+// GET_TOPIC, CREATE_STREAM, CREATE_TOPIC the first time it is written.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
 // quotaKeys lists the quota keys Kafka accepts per entity kind.
@@ -47,7 +48,7 @@ func (b *Bridge) alterClientQuotasAPI() API {
 
 func init() { registerAPI((*Bridge).alterClientQuotasAPI) }
 
-func (b *Bridge) handleAlterClientQuotas(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleAlterClientQuotas(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, e := range req.Entries {
@@ -57,12 +58,7 @@ func (b *Bridge) handleAlterClientQuotas(_ context.Context, rq *Request) (kmsg.R
 		}
 		code, msg := quotaEntryProblem(&e)
 		if code == 0 && !req.ValidateOnly {
-			for _, op := range e.Ops {
-				if !op.Remove {
-					code, msg = kerr.UnsupportedVersion.Code, "client quotas are not kept by this kafka-iggy sidecar: "+op.Key+" is not set"
-					break
-				}
-			}
+			code, msg = b.alterQuotaEntry(ctx, &e)
 		}
 		if code != 0 {
 			re.ErrorCode, re.ErrorMessage = code, &msg
@@ -70,6 +66,28 @@ func (b *Bridge) handleAlterClientQuotas(_ context.Context, rq *Request) (kmsg.R
 		resp.Entries = append(resp.Entries, re)
 	}
 	return resp, nil
+}
+
+// alterQuotaEntry keeps one valid entry in the quota log.
+func (b *Bridge) alterQuotaEntry(ctx context.Context, e *kmsg.AlterClientQuotasRequestEntry) (int16, string) {
+	var entity quotas.Entity
+	for _, ent := range e.Entity {
+		entity = append(entity, quotas.Component{Type: ent.Type, Name: ent.Name})
+	}
+	ops := make([]quotas.Op, 0, len(e.Ops))
+	for _, op := range e.Ops {
+		if !op.Remove && len(entity) == 1 && entity[0].Type == quotas.TypeIP {
+			return kerr.UnsupportedVersion.Code, "connection_creation_rate is not kept by this kafka-iggy sidecar: it does not limit connection creation"
+		}
+		ops = append(ops, quotas.Op{Key: op.Key, Value: op.Value, Remove: op.Remove})
+	}
+	if len(entity) == 1 && entity[0].Type == quotas.TypeIP {
+		return 0, "" // removals of a quota never kept
+	}
+	if err := b.quotas.Alter(ctx, entity, ops); err != nil {
+		return kafkaCode(err, scopeAdmin), err.Error()
+	}
+	return 0, ""
 }
 
 // quotaEntryProblem validates one AlterClientQuotas entry.

@@ -36,6 +36,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/budget"
@@ -90,6 +91,7 @@ type Bridge struct {
 	cgroupsServed bool
 	offsets       *offsets.Store     // committed offsets in Iggy (bridge/offsets)
 	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
 	pids          *producerState     // producer ids and idempotence (pids.go)
 	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
@@ -125,6 +127,7 @@ func New(o Options) (*Bridge, error) {
 	}
 	b.offsets = offsets.New(o.Client, kafkaTopics{b}, o.Config.Offsets.Mode, o.Log)
 	b.store = topicconfig.NewStore(o.Client, b.metrics, o.Log)
+	b.quotas = quotas.New(o.Client, b.metrics, o.Log)
 	local := groups.New(o.Config.Groups, o.Log, nil)
 	local.SetOffsets(offsetsDeleter{b.offsets})
 	b.groups = local

@@ -127,37 +127,3 @@ func TestDescribeTopicPartitionsPages(t *testing.T) {
 		}
 	}
 }
-
-// TestClientQuotasNotKept: DescribeClientQuotas finds no quota; setting
-// one is refused (not silently dropped), validating or removing one
-// answers NONE, a bad key INVALID_REQUEST.
-func TestClientQuotasNotKept(t *testing.T) {
-	s := startStack(t)
-	rk := dialRaw(t, s.Addr)
-	alter := func(validateOnly bool, op kmsg.AlterClientQuotasRequestEntryOp) int16 {
-		req := kmsg.NewPtrAlterClientQuotasRequest()
-		req.ValidateOnly = validateOnly
-		e := kmsg.NewAlterClientQuotasRequestEntry()
-		e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: kmsg.StringPtr("app")}}
-		e.Ops = append(e.Ops, op)
-		req.Entries = append(req.Entries, e)
-		return rk.do(req, 1).(*kmsg.AlterClientQuotasResponse).Entries[0].ErrorCode
-	}
-	set := kmsg.AlterClientQuotasRequestEntryOp{Key: "producer_byte_rate", Value: 1 << 20}
-	if code := alter(false, set); code != kerr.UnsupportedVersion.Code {
-		t.Fatalf("set: %d", code)
-	}
-	if code := alter(true, set); code != 0 {
-		t.Fatalf("validate: %d", code)
-	}
-	if code := alter(false, kmsg.AlterClientQuotasRequestEntryOp{Key: "producer_byte_rate", Remove: true}); code != 0 {
-		t.Fatalf("remove: %d", code)
-	}
-	if code := alter(true, kmsg.AlterClientQuotasRequestEntryOp{Key: "no_such_key", Value: 1}); code != kerr.InvalidRequest.Code {
-		t.Fatalf("bad key: %d", code)
-	}
-	resp := rk.do(kmsg.NewPtrDescribeClientQuotasRequest(), 1).(*kmsg.DescribeClientQuotasResponse)
-	if resp.ErrorCode != 0 || resp.Entries == nil || len(resp.Entries) != 0 {
-		t.Fatalf("describe: %+v", resp)
-	}
-}

@@ -21,6 +21,10 @@ type Metrics interface {
 	// SetCompactBytes sets the bytes Iggy holds for topics whose
 	// cleanup.policy includes compact (topicheld.go: never compacted).
 	SetCompactBytes(n int64)
+	// QuotaBytes and QuotaThrottle: the client-quota throttle
+	// (bridge/quotas.Metrics).
+	QuotaBytes(kind, level string, n int)
+	QuotaThrottle(kind, level string, ms int64)
 }
 
 // NopMetrics discards every measurement.
@@ -40,6 +44,12 @@ func (NopMetrics) AddFetchWaiters(int) {}
 
 // SetCompactBytes implements Metrics.
 func (NopMetrics) SetCompactBytes(int64) {}
+
+// QuotaBytes implements Metrics.
+func (NopMetrics) QuotaBytes(string, string, int) {}
+
+// QuotaThrottle implements Metrics.
+func (NopMetrics) QuotaThrottle(string, string, int64) {}
 
 // instrument wraps every handler so the error codes of its response are
 // counted (and the group gauges refreshed after group APIs), in one place

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/kafka-iggy/kafka-iggy/auth"
@@ -74,6 +75,7 @@ type conn struct {
 	waitingPool bool
 
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
+	mutedUntil atomic.Int64 // unix nanoseconds: a client-quota throttle (muteFor)
 	// outHeld is the budget charged for reply bytes gnet holds unsent
 	// (written on the loop, read by OnTick).
 	outHeld atomic.Int64
@@ -138,6 +140,23 @@ func (cs *conn) wake() {
 		_ = cs.gc.Wake(nil)
 	}
 	cs.mu.Unlock()
+}
+
+// muteFor stops reading the connection for the throttle time a response
+// carries (client quotas, bridge/quotas), as Kafka mutes a throttled
+// client's channel; a timer wakes it when the throttle ends.
+func (cs *conn) muteFor(resp kmsg.Response) {
+	t, ok := resp.(interface{ Throttle() (int32, bool) })
+	if !ok {
+		return
+	}
+	if ms, _ := t.Throttle(); ms > 0 {
+		d := time.Duration(ms) * time.Millisecond
+		until := time.Now().Add(d).UnixNano()
+		for old := cs.mutedUntil.Load(); old < until && !cs.mutedUntil.CompareAndSwap(old, until); old = cs.mutedUntil.Load() {
+		}
+		time.AfterFunc(d, cs.wake)
+	}
 }
 
 // isClosed reports whether OnClose ran.

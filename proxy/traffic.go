@@ -46,6 +46,9 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 	}()
 	for {
+		if cs.mutedUntil.Load() > now.UnixNano() {
+			return s.paused(c, cs) // client-quota throttle: muteFor wakes us
+		}
 		if maxOut > 0 && c.OutboundBuffered() > maxOut {
 			cs.mu.Lock()
 			cs.flags.set(flagPausedOutbound)

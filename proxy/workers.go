@@ -66,6 +66,9 @@ func (s *Server) serveOne(j *job) {
 		return
 	}
 	resp, err := s.dispatch(cs, rq)
+	if err == nil && resp != nil {
+		cs.muteFor(resp) // client-quota throttle, before the reply goes out
+	}
 	var out reply
 	if err == nil && resp != nil {
 		out, err = s.safeEncode(cs, rq, resp)

@@ -38,7 +38,7 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
 // ours; codec/records, bridge/offsets, bridge/topicconfig,
-// bridge/fetchsession and bridge/telemetry serve bridge
+// bridge/fetchsession, bridge/telemetry and bridge/quotas serve bridge
 // only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
@@ -60,6 +60,7 @@ var layers = map[string]rule{
 	"bridge/fetchsession": {},
 	"bridge/telemetry":    {imports: []string{"budget"}},
 	"bridge/cgroups":      {},
+	"bridge/quotas":       {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth"}, tests: with(testKit, "proxy")},
@@ -93,6 +94,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/topicconfig":  {"bridge"},
 	"bridge/fetchsession": {"bridge"},
 	"bridge/telemetry":    {"bridge"},
+	"bridge/quotas":       {"bridge"},
 	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 

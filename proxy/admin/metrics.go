@@ -70,6 +70,9 @@ type Metrics struct {
 	fetchWaiters prometheus.Gauge
 	compactBytes prometheus.Gauge
 	fetchSkipped *prometheus.CounterVec
+	quotaBytes   *prometheus.CounterVec
+	quotaThrottS *prometheus.CounterVec
+	quotaThrotN  *prometheus.CounterVec
 
 	// Iggy upstream.
 	sessionsUp    prometheus.Gauge
@@ -158,6 +161,22 @@ func NewMetrics(version string) *Metrics {
 
 	m.fetchSkipped = f.counterVec("fetch_skipped_messages_total",
 		"Iggy messages Fetch skipped because the Kafka record mapping cannot read them, by reason: consumers step over them without an error (alert on any increase).", "reason")
+	m.quotaBytes = f.counterVec("quota_bytes_total",
+		"Bytes counted against client byte-rate quotas (Produce requests, Fetch responses), by quota (produce, fetch) and the level of the quota entity that applied (user_client_id, user, client_id); rate() is the byte rate.",
+		"quota", "entity")
+	m.quotaThrottS = f.counterVec("quota_throttle_seconds_total",
+		"Throttle time given to clients over a byte-rate quota (throttle_time_ms, the connection muted), by quota and entity level.",
+		"quota", "entity")
+	m.quotaThrotN = f.counterVec("quota_throttled_total",
+		"Responses that carried a client-quota throttle, by quota and entity level.",
+		"quota", "entity")
+	for _, q := range []string{"produce", "fetch"} { // every series from the start
+		for _, e := range []string{"user_client_id", "user", "client_id"} {
+			m.quotaBytes.WithLabelValues(q, e)
+			m.quotaThrottS.WithLabelValues(q, e)
+			m.quotaThrotN.WithLabelValues(q, e)
+		}
+	}
 
 	m.sessionsUp = f.gauge("upstream_sessions_up",
 		"Iggy sessions logged in now (readiness needs at least one).")
@@ -487,3 +506,14 @@ func (b *BridgeMetrics) SetCompactBytes(n int64) { b.m.compactBytes.Set(float64(
 
 // FetchSkipped counts a message Fetch skipped (bridge.FetchSkipMetrics).
 func (b *BridgeMetrics) FetchSkipped(reason string) { b.m.fetchSkipped.WithLabelValues(reason).Inc() }
+
+// QuotaBytes counts bytes against a client quota.
+func (b *BridgeMetrics) QuotaBytes(kind, level string, n int) {
+	b.m.quotaBytes.WithLabelValues(kind, level).Add(float64(n))
+}
+
+// QuotaThrottle counts one client-quota throttle of ms milliseconds.
+func (b *BridgeMetrics) QuotaThrottle(kind, level string, ms int64) {
+	b.m.quotaThrottS.WithLabelValues(kind, level).Add(float64(ms) / 1000)
+	b.m.quotaThrotN.WithLabelValues(kind, level).Inc()
+}

@@ -15,7 +15,8 @@ import (
 // TestAdminAPIsDifferential: the admin APIs of issue 28 (ElectLeaders,
 // ListPartitionReassignments, AlterPartitionReassignments,
 // DescribeLogDirs, OffsetForLeaderEpoch, DescribeTopicPartitions,
-// DescribeClientQuotas), raw, against Kafka and the sidecar.
+// DescribeClientQuotas, AlterClientQuotas), raw, against Kafka and the
+// sidecar.
 func TestAdminAPIsDifferential(t *testing.T) {
 	kafkaDiff(t, adminAPIsScenario, adminAPIsWant, adminAPIsIntended)
 }
@@ -50,6 +51,13 @@ var adminAPIsWant = map[string]map[string]string{
 	"validate a quota of an unknown entity type":  {"error": "42 INVALID_REQUEST"},
 	"validate an ip quota with a user key":        {"error": "42 INVALID_REQUEST"},
 	"validate a quota of ip and user":             {"error": "42 INVALID_REQUEST"},
+	"set a client quota":                          {"error": "0 NONE"},
+	"describe the quota set":                      {"error": "0 NONE", "entries": "1", "values": "consumer_byte_rate=2.097152e+06 producer_byte_rate=1.048576e+06"},
+	"set the same client quota again":             {"error": "0 NONE"},
+	"remove one key of a client quota":            {"error": "0 NONE"},
+	"describe the quota after removing a key":     {"error": "0 NONE", "entries": "1", "values": "consumer_byte_rate=2.097152e+06"},
+	"remove the last key of a client quota":       {"error": "0 NONE"},
+	"describe the quota removed":                  {"error": "0 NONE", "entries": "0", "values": ""},
 }
 
 // adminAPIsIntended are the documented differences (docs/COMPATIBILITY.md).
@@ -358,5 +366,43 @@ func adminAPIsScenario(t *testing.T, tg Target) *transcript {
 	alterQuotas("validate a quota of an unknown entity type", true, map[string]*string{"nobody": app}, op("producer_byte_rate", 1, false))
 	alterQuotas("validate an ip quota with a user key", true, map[string]*string{"ip": kmsg.StringPtr("10.0.0.1")}, op("producer_byte_rate", 1, false))
 	alterQuotas("validate a quota of ip and user", true, map[string]*string{"ip": nil, "user": nil}, op("connection_creation_rate", 1, false))
+
+	// A quota kept, described and removed (a client id of this run). Kafka
+	// describes from the broker's metadata image, which follows the
+	// controller's commit: the describe is repeated until the change shows
+	// (at most 10s), and what it answers is recorded.
+	kept := kmsg.StringPtr(uniqueTopic("quota-app"))
+	describeKept := func(name string, done func(values string) bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			req := kmsg.NewPtrDescribeClientQuotasRequest()
+			req.Strict = true
+			req.Components = []kmsg.DescribeClientQuotasRequestComponent{comp("client-id", 0, kept)}
+			resp, ok := request(name, req).(*kmsg.DescribeClientQuotasResponse)
+			if !ok {
+				return
+			}
+			var values []string
+			for _, e := range resp.Entries {
+				for _, v := range e.Values {
+					values = append(values, fmt.Sprintf("%s=%g", v.Key, v.Value))
+				}
+			}
+			slices.Sort(values)
+			vs := strings.Join(values, " ")
+			if done(vs) || time.Now().After(deadline) {
+				tr.add(name, "error", errStr(resp.ErrorCode), "entries", fmt.Sprint(len(resp.Entries)), "values", vs)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	alterQuotas("set a client quota", false, map[string]*string{"client-id": kept}, op("producer_byte_rate", 1<<20, false), op("consumer_byte_rate", 2<<20, false))
+	describeKept("describe the quota set", func(vs string) bool { return vs != "" })
+	alterQuotas("set the same client quota again", false, map[string]*string{"client-id": kept}, op("producer_byte_rate", 1<<20, false))
+	alterQuotas("remove one key of a client quota", false, map[string]*string{"client-id": kept}, op("producer_byte_rate", 0, true))
+	describeKept("describe the quota after removing a key", func(vs string) bool { return !strings.Contains(vs, "producer") })
+	alterQuotas("remove the last key of a client quota", false, map[string]*string{"client-id": kept}, op("consumer_byte_rate", 0, true))
+	describeKept("describe the quota removed", func(vs string) bool { return vs == "" })
 	return tr
 }
