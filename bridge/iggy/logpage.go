@@ -2,6 +2,7 @@ package iggy
 
 import (
 	"context"
+	"sync"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -37,4 +38,67 @@ func (c *Client) PollLog(ctx context.Context, consumer icodec.Consumer, ref Topi
 		n++
 	}
 	return n, it.Err()
+}
+
+// ReadLog reads a sidecar-kept one-partition log (see PollLog) from offset
+// next to its end, a page of count messages at a time, giving each record
+// to apply in offset order. It returns how many records it applied. The
+// poll's error comes back as is (IsNotFound: nobody created the log yet, or
+// it was deleted). Callers look a log up (GET_TOPIC) before they read one
+// they have not seen: a real server logs every poll of a missing topic and
+// answers the lookup quietly.
+func (c *Client) ReadLog(ctx context.Context, consumer icodec.Consumer, ref TopicRef, next uint64, count uint32,
+	apply func(offset uint64, payload []byte)) (int, error) {
+	total := 0
+	for {
+		n, err := c.PollLog(ctx, consumer, ref, next, count, func(offset uint64, payload []byte) {
+			apply(offset, payload)
+			next = offset + 1
+		})
+		total += n
+		if err != nil || n < int(count) {
+			return total, err
+		}
+	}
+}
+
+// LogFollower is what a reader of a sidecar-kept log remembers: the next
+// offset to read and whether the log is known to exist. The owner's lock
+// guards both (Sync takes it as mu).
+type LogFollower struct {
+	Next  uint64
+	Known bool
+}
+
+// Sync reads the log to its end, giving each record's payload to apply
+// with mu held. A log not known to exist is looked up first (GET_TOPIC: a
+// real server logs every poll of a missing topic and answers the lookup
+// quietly), and nothing is read while it is missing. It reports whether
+// the log exists. Calls for one follower must not overlap.
+func (f *LogFollower) Sync(ctx context.Context, c *Client, consumer icodec.Consumer, ref TopicRef, count uint32,
+	mu sync.Locker, apply func(payload []byte)) (bool, error) {
+	mu.Lock()
+	known, next := f.Known, f.Next
+	mu.Unlock()
+	if !known {
+		if _, err := c.GetTopic(ctx, ref); err != nil {
+			if IsNotFound(err) {
+				return false, nil
+			}
+			return false, err
+		}
+	}
+	_, err := c.ReadLog(ctx, consumer, ref, next, count, func(offset uint64, payload []byte) {
+		mu.Lock()
+		apply(payload)
+		f.Next = offset + 1
+		mu.Unlock()
+	})
+	if err != nil && !IsNotFound(err) {
+		return false, err
+	}
+	mu.Lock()
+	f.Known = err == nil // not found: deleted under us, looked up again next time
+	mu.Unlock()
+	return err == nil, nil
 }

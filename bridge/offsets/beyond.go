@@ -165,32 +165,22 @@ func (b *beyondLog) syncLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	for {
-		b.mu.RLock()
-		next := b.next
-		b.mu.RUnlock()
-		n, err := b.client.PollLog(ctx, beyondConsumer, beyondRef, next, beyondPollCount, func(offset uint64, payload []byte) {
-			b.mu.Lock()
-			b.apply(payload)
-			b.next = offset + 1
-			b.mu.Unlock()
-		})
-		if err != nil {
-			if iggy.IsNotFound(err) {
-				b.mu.Lock()
-				b.created = false
-				b.mu.Unlock()
-				return nil
-			}
-			return err
-		}
+	b.mu.RLock()
+	next := b.next
+	b.mu.RUnlock()
+	_, err := b.client.ReadLog(ctx, beyondConsumer, beyondRef, next, beyondPollCount, func(offset uint64, payload []byte) {
 		b.mu.Lock()
-		b.created = true
+		b.apply(payload)
+		b.next = offset + 1
 		b.mu.Unlock()
-		if n < beyondPollCount {
-			return nil
-		}
+	})
+	if err != nil && !iggy.IsNotFound(err) {
+		return err
 	}
+	b.mu.Lock()
+	b.created = err == nil
+	b.mu.Unlock()
+	return nil
 }
 
 // apply takes one record into the view (mu held).

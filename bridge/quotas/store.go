@@ -87,9 +87,8 @@ type Store struct {
 
 	mu       sync.RWMutex
 	entries  map[string]*Entry // by Entity.key
-	next     uint64
 	syncedAt time.Time
-	created  bool
+	tail     iggy.LogFollower // where the view's read of the log stands
 
 	thr throttle // the byte rates measured here (throttle.go)
 }
@@ -181,29 +180,13 @@ func (s *Store) sync(ctx context.Context) error {
 }
 
 func (s *Store) syncLocked(ctx context.Context) error {
-	for {
-		s.mu.RLock()
-		next := s.next
-		s.mu.RUnlock()
-		n, err := s.client.PollLog(ctx, logConsumer, logRef, next, pollCount, func(offset uint64, payload []byte) {
-			s.mu.Lock()
-			s.apply(payload)
-			s.next = offset + 1
-			s.mu.Unlock()
-		})
-		if err != nil && !iggy.IsNotFound(err) {
-			return err
-		}
-		s.mu.Lock()
-		s.created = s.created || err == nil
-		if n < pollCount {
-			s.syncedAt = time.Now()
-		}
-		s.mu.Unlock()
-		if n < pollCount {
-			return nil
-		}
+	if _, err := s.tail.Sync(ctx, s.client, logConsumer, logRef, pollCount, &s.mu, s.apply); err != nil {
+		return err
 	}
+	s.mu.Lock()
+	s.syncedAt = time.Now()
+	s.mu.Unlock()
+	return nil
 }
 
 // fresh reads the log when the view is older than maxAge; a request that
@@ -262,7 +245,7 @@ func (s *Store) put(ctx context.Context, r record) error {
 // exist; a concurrent creation by another sidecar is fine.
 func (s *Store) ensure(ctx context.Context) error {
 	s.mu.RLock()
-	created := s.created
+	created := s.tail.Known
 	s.mu.RUnlock()
 	if created {
 		return nil
@@ -287,6 +270,6 @@ func (s *Store) ensure(ctx context.Context) error {
 
 func (s *Store) setCreated(v bool) {
 	s.mu.Lock()
-	s.created = v
+	s.tail.Known = v
 	s.mu.Unlock()
 }

@@ -110,9 +110,8 @@ type Store struct {
 
 	mu       sync.RWMutex
 	topics   map[incarnation]*storeEntry
-	next     uint64    // next store offset to read
-	syncedAt time.Time // last read that reached the end
-	created  bool      // the store topic is known to exist
+	syncedAt time.Time        // last read that reached the end
+	tail     iggy.LogFollower // where the view's read of the store stands
 
 	measuring  atomic.Bool // a compact-bytes measurement runs
 	pending    atomic.Bool // another measurement is wanted
@@ -150,42 +149,21 @@ func (s *Store) sync(ctx context.Context) error {
 }
 
 func (s *Store) syncLocked(ctx context.Context) error {
-	for {
-		s.mu.RLock()
-		next := s.next
-		s.mu.RUnlock()
-		n, err := s.client.PollLog(ctx, storeConsumer, storeRef, next, storePollCount, func(offset uint64, payload []byte) {
-			s.mu.Lock()
-			s.apply(payload)
-			s.next = offset + 1
-			s.mu.Unlock()
-		})
-		if err != nil {
-			if iggy.IsNotFound(err) { // nobody wrote yet
-				s.mu.Lock()
-				s.syncedAt = time.Now()
-				s.mu.Unlock()
-				return nil
-			}
-			return err
-		}
-		s.mu.Lock()
-		s.created = true
-		measure := false
-		if n < storePollCount {
-			s.syncedAt = time.Now()
-			if s.syncedAt.Sub(s.measuredAt) >= compactMeasureEvery {
-				s.measuredAt, measure = s.syncedAt, true
-			}
-		}
-		s.mu.Unlock()
-		if measure {
-			s.triggerMeasure()
-		}
-		if n < storePollCount {
-			return nil
-		}
+	exists, err := s.tail.Sync(ctx, s.client, storeConsumer, storeRef, storePollCount, &s.mu, s.apply)
+	if err != nil {
+		return err
 	}
+	s.mu.Lock()
+	s.syncedAt = time.Now()
+	measure := false
+	if exists && s.syncedAt.Sub(s.measuredAt) >= compactMeasureEvery {
+		s.measuredAt, measure = s.syncedAt, true
+	}
+	s.mu.Unlock()
+	if measure {
+		s.triggerMeasure()
+	}
+	return nil
 }
 
 // apply takes one record into the view (mu held).
@@ -450,7 +428,7 @@ func (s *Store) put(ctx context.Context, r storeRecord) error {
 	if _, err := s.client.Send(ctx, storeRef, 0, msgs); err != nil {
 		if iggy.IsNotFound(err) {
 			s.mu.Lock()
-			s.created = false
+			s.tail.Known = false
 			s.mu.Unlock()
 		}
 		return err
@@ -462,14 +440,14 @@ func (s *Store) put(ctx context.Context, r storeRecord) error {
 // exist; a concurrent creation by another sidecar is fine.
 func (s *Store) ensure(ctx context.Context) error {
 	s.mu.RLock()
-	created := s.created
+	created := s.tail.Known
 	s.mu.RUnlock()
 	if created {
 		return nil
 	}
 	if _, err := s.client.GetTopic(ctx, storeRef); err == nil {
 		s.mu.Lock()
-		s.created = true
+		s.tail.Known = true
 		s.mu.Unlock()
 		return nil
 	}
@@ -486,7 +464,7 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.created = true
+	s.tail.Known = true
 	s.mu.Unlock()
 	return nil
 }
