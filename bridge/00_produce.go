@@ -111,9 +111,14 @@ type producer struct {
 // readers) across Produce requests.
 var decoderPool = sync.Pool{New: func() any { return new(records.Decoder) }}
 
+// produceCharge is the row's memory charge (API.FrameCharge): the frame,
+// and the smallest records (7 bytes) become Iggy messages of ~90 bytes
+// (13x).
+const produceCharge = 14
+
 func (b *Bridge) produceAPI() API {
 	p := &producer{b: b}
-	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, FrameCharge: 2, ErrorCodes: errorCodes(produceErrorCodes)}
+	return API{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: produceMaxVersion, Handle: p.handle, Completes: true, FrameCharge: produceCharge, ErrorCodes: errorCodes(produceErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).produceAPI) }

@@ -116,12 +116,17 @@ type fetcher struct {
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
+// fetchCharge is the row's memory charge (API.FrameCharge): a 33-byte
+// partition (v12) answers a partition entry (struct ~140 bytes, encoded
+// ~30); the record bytes draw from the budget on their own (fetchreserve.go).
+const fetchCharge = 16
+
 func (b *Bridge) fetchAPI() API {
 	f := &fetcher{b: b, session: fetchsession.New(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
 	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
-	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, ErrorCodes: fetchErrorCodes}
+	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, FrameCharge: fetchCharge, ErrorCodes: fetchErrorCodes}
 }
 
 func init() { registerAPI((*Bridge).fetchAPI) }

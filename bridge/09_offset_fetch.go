@@ -64,9 +64,13 @@ type offsetFetcher struct {
 	b *Bridge
 }
 
+// offsetFetchCharge is the row's memory charge (API.FrameCharge): a 4-byte
+// partition id answers a partition entry (struct ~56 bytes, encoded 20).
+const offsetFetchCharge = 24
+
 func (b *Bridge) offsetFetchAPI() API {
 	f := &offsetFetcher{b: b}
-	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle, ErrorCodes: errorCodes(offsetFetchErrorCodes)}
+	return API{Key: 9, Name: "OffsetFetch", MinVersion: 0, MaxVersion: 10, Handle: f.handle, FrameCharge: offsetFetchCharge, ErrorCodes: errorCodes(offsetFetchErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).offsetFetchAPI) }

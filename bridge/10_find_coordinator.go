@@ -38,8 +38,12 @@ const (
 	coordinatorTransaction int8 = 1
 )
 
+// findCoordinatorCharge is the row's memory charge (API.FrameCharge): a
+// 2-byte key answers a coordinator entry (struct ~100 bytes).
+const findCoordinatorCharge = 64
+
 func (b *Bridge) findCoordinatorAPI() API {
-	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator, ErrorCodes: errorCodes(findCoordinatorErrorCodes)}
+	return API{Key: 10, Name: "FindCoordinator", MinVersion: 0, MaxVersion: 6, Handle: b.handleFindCoordinator, FrameCharge: findCoordinatorCharge, ErrorCodes: errorCodes(findCoordinatorErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).findCoordinatorAPI) }

@@ -40,8 +40,12 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 )
 
+// describeGroupsCharge is the row's memory charge (API.FrameCharge): a
+// 3-byte group name answers a described group (struct ~160 bytes).
+const describeGroupsCharge = 64
+
 func (b *Bridge) describeGroupsAPI() API {
-	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups, ErrorCodes: errorCodes(describeGroupsErrorCodes)}
+	return API{Key: 15, Name: "DescribeGroups", MinVersion: 0, MaxVersion: 6, Handle: b.handleDescribeGroups, FrameCharge: describeGroupsCharge, ErrorCodes: errorCodes(describeGroupsErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).describeGroupsAPI) }

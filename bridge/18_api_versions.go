@@ -71,6 +71,8 @@ func ApiVersionsAPI(table func() *Table, identity ...func(context.Context) (stri
 		MinVersion: 0,
 		MaxVersion: ApiVersionsMaxVersion,
 		ErrorCodes: errorCodes(apiVersionsErrorCodes),
+		// Its answer is the fixed table: the frame is all it holds.
+		FrameCharge: 1,
 		Handle: func(ctx context.Context, rq *Request) (kmsg.Response, error) {
 			return handleApiVersions(ctx, table(), id, rq)
 		},

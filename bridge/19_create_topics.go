@@ -67,8 +67,13 @@ import (
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
+// createTopicsCharge is the row's memory charge (API.FrameCharge): a
+// 27-byte topic answers (v5+) its ~20 configs, and the handler builds them
+// (~4 KB) for validated topics at every version.
+const createTopicsCharge = 300
+
 func (b *Bridge) createTopicsAPI() API {
-	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, Completes: true, ErrorCodes: errorCodes(createTopicsErrorCodes)}
+	return API{Key: 19, Name: "CreateTopics", MinVersion: 0, MaxVersion: 7, Handle: b.handleCreateTopics, FrameCharge: createTopicsCharge, Completes: true, ErrorCodes: errorCodes(createTopicsErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).createTopicsAPI) }

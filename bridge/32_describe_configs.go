@@ -54,8 +54,13 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 )
 
+// describeConfigsCharge is the row's memory charge (API.FrameCharge): 5
+// wire bytes name the broker, whose encoded configs with synonyms are
+// ~2,760 bytes (x2 while the reply buffer grows).
+const describeConfigsCharge = 1200
+
 func (b *Bridge) describeConfigsAPI() API {
-	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs, ErrorCodes: errorCodes(describeConfigsErrorCodes)}
+	return API{Key: 32, Name: "DescribeConfigs", MinVersion: 0, MaxVersion: 4, Handle: b.handleDescribeConfigs, FrameCharge: describeConfigsCharge, ErrorCodes: errorCodes(describeConfigsErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).describeConfigsAPI) }

@@ -55,9 +55,10 @@ type API struct {
 	Group bool
 	// FrameCharge is how many times its frame's size a request of this
 	// API draws from the memory budget (limits.memory_bytes) from the
-	// moment the front door takes it off the socket until it is served;
-	// 0 means 1. Bridge.apis raises it to the API's decode and response
-	// amplification (framecharge.go: Produce 14, DescribeConfigs 1200).
+	// moment the front door takes it off the socket until its reply is
+	// written: the API's decode and response amplification (Produce 14,
+	// DescribeConfigs 1200). 0: Bridge.apis gives it defaultFrameCharge
+	// (framecharge.go); a table built by hand treats 0 as 1.
 	FrameCharge int64
 	// ErrorCodes walks a response of this API, calling f with every error
 	// code it carries (top level, per topic, per partition, ...); the

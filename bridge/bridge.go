@@ -166,7 +166,9 @@ func (b *Bridge) apis() []API {
 		if a.Handle == nil { // a row its config turns off (telemetry)
 			continue
 		}
-		a.FrameCharge = max(a.FrameCharge, frameCharge(a.Key))
+		if a.FrameCharge == 0 {
+			a.FrameCharge = defaultFrameCharge
+		}
 		out = append(out, a)
 	}
 	return out

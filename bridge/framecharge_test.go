@@ -119,6 +119,11 @@ func TestFrameChargeCoversDecoding(t *testing.T) {
 	lo.Topics = append(lo.Topics, lot)
 	reqs = append(reqs, oc, lo, sg, lg, dgr, ac, iac)
 
+	charges := map[int16]int64{}
+	for _, a := range rowsBridge(t).apis() {
+		charges[a.Key] = a.FrameCharge
+	}
+	frameCharge := func(key int16) int64 { return charges[key] }
 	for _, req := range reqs {
 		body := req.AppendTo(nil)
 		into := kmsg.RequestForKey(req.Key())
