@@ -137,12 +137,19 @@ func parseJWKS(raw []byte) (map[string]crypto.PublicKey, error) {
 			default:
 				return nil, fmt.Errorf("JWKS key %d (%q): curve %q", i, k.Kid, k.Crv)
 			}
-			x, err1 := b64int(k.X)
-			y, err2 := b64int(k.Y)
-			if err1 != nil || err2 != nil {
+			// x and y are the full-size coordinates (RFC 7518 6.2.1.2);
+			// the key is parsed from its uncompressed point.
+			size := (curve.Params().BitSize + 7) / 8
+			x, err1 := base64.RawURLEncoding.DecodeString(strings.TrimRight(k.X, "="))
+			y, err2 := base64.RawURLEncoding.DecodeString(strings.TrimRight(k.Y, "="))
+			if err1 != nil || err2 != nil || len(x) != size || len(y) != size {
 				return nil, fmt.Errorf("JWKS key %d (%q): bad EC x or y", i, k.Kid)
 			}
-			keys[k.Kid] = &ecdsa.PublicKey{Curve: curve, X: x, Y: y}
+			pub, err := ecdsa.ParseUncompressedPublicKey(curve, append(append([]byte{4}, x...), y...))
+			if err != nil {
+				return nil, fmt.Errorf("JWKS key %d (%q): %v", i, k.Kid, err)
+			}
+			keys[k.Kid] = pub
 		}
 	}
 	if len(keys) == 0 {

@@ -88,6 +88,6 @@ func (l *IggyLogin) CheckPlain(ctx context.Context, user, password string) error
 	case iggy.IsUnauthorized(err):
 		return ErrBadCredentials
 	default:
-		return fmt.Errorf("Iggy login unavailable: %w", err)
+		return fmt.Errorf("iggy login unavailable: %w", err)
 	}
 }

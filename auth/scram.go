@@ -137,7 +137,7 @@ func ReadScram(r io.Reader) (*ScramStore, error) {
 func parseLine(line string) (user, mech string, c ScramCredential, err error) {
 	f := strings.Fields(line)
 	if len(f) != 3 {
-		return "", "", c, errors.New("want: user mechanism salt=..,stored_key=..,server_key=..,iterations=..")
+		return "", "", c, errors.New("want three fields: user, mechanism, salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>")
 	}
 	user, mech = f[0], f[1]
 	if mech != ScramSHA256 && mech != ScramSHA512 {

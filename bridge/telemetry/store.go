@@ -61,8 +61,6 @@ type instance struct {
 	terminated bool
 	lastErr    int16
 	series     []series
-	clientID   string
-	everPushed bool
 }
 
 // series is one exported sample.
