@@ -38,8 +38,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
 // ours; codec/records, bridge/offsets, bridge/topicconfig,
-// bridge/fetchsession and bridge/telemetry serve bridge
-// only; embedded imports codec only; embedded/embedtest is imported by test
+// bridge/fetchsession, bridge/telemetry and bridge/producers serve
+// bridge only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
 // TestLayeringTableKeepsTheRules check the table itself against those
@@ -60,6 +60,7 @@ var layers = map[string]rule{
 	"bridge/fetchsession": {},
 	"bridge/telemetry":    {imports: []string{"budget"}},
 	"bridge/cgroups":      {},
+	"bridge/producers":    {imports: with(iggyCodec, "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth"}, tests: with(testKit, "proxy")},
@@ -93,6 +94,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/topicconfig":  {"bridge"},
 	"bridge/fetchsession": {"bridge"},
 	"bridge/telemetry":    {"bridge"},
+	"bridge/producers":    {"bridge"},
 	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 
