@@ -49,7 +49,7 @@ package bridge
 //     messages to MESSAGE_TOO_LARGE. A write whose outcome is unknown is
 //     reported as a retriable failure: the client retries; for an
 //     idempotent producer the retry is checked against what Iggy holds
-//     first (pids_tail.go), otherwise Iggy may hold the records twice
+//     first (bridge/producers/tail.go), otherwise Iggy may hold the records twice
 //     (at-least-once, as a Kafka producer without idempotence).
 //   - Every successful write wakes the fetches waiting on the partition.
 //   - LogAppendTime is -1 for CreateTime topics. A topic whose
@@ -60,15 +60,15 @@ package bridge
 //     looked up on the write path; clients read it only on
 //     UNKNOWN_PRODUCER_ID, where -1 makes them start over with a new
 //     producer id or epoch).
-//   - Idempotent batches (v3+, producer id set) go through pids.go first:
+//   - Idempotent batches (v3+, producer id set) go through bridge/producers first:
 //     a retried batch (same producer, epoch and sequence as one of the last
 //     5 confirmed) gets its original base offset and is not written again;
 //     a sequence gap answers OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch
 //     INVALID_PRODUCER_EPOCH; one batch per producer and partition is
 //     written at a time, so Iggy receives them in sequence order. Each
 //     message of such a batch gets a message id naming its producer id,
-//     epoch and sequence (pids_id.go), from which the state is read back
-//     after a restart (pids_tail.go).
+//     epoch and sequence (bridge/producers/id.go), from which the state is read back
+//     after a restart (bridge/producers/tail.go).
 //
 // Version notes:
 //   - v0-v2 accept any number of batches of any magic (Kafka does not check
@@ -95,8 +95,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
+	"github.com/kafka-iggy/kafka-iggy/internal/panics"
 )
 
 // produceMaxVersion is the highest Produce version served (kmsg's maximum).
@@ -221,7 +223,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 	case 1:
 		p.send(ctx, rq, &sends[0])
 	default:
-		var g panicGroup // a panic in a send reaches the front door
+		var g panics.Group // a panic in a send reaches the front door
 		for i := range sends {
 			s := &sends[i]
 			g.Go(func() { p.send(ctx, rq, s) })
@@ -298,9 +300,9 @@ func (p *producer) mapRecords(d *records.Decoder, version int16, raw []byte, bud
 	for d.Next() {
 		m := d.Message()
 		if bs := d.Batches(); version >= 3 && len(bs) == 1 && bs[0].Idempotent() {
-			// Producer state carried in Iggy (pids_id.go).
+			// Producer state carried in Iggy (bridge/producers/id.go).
 			bi := &bs[0]
-			m.ID = pidMessageID(bi.ProducerID, bi.ProducerEpoch, seqAdd(bi.BaseSequence, msgs.Len()-bi.FirstIndex))
+			m.ID = producers.MessageID(bi.ProducerID, bi.ProducerEpoch, producers.SeqAdd(bi.BaseSequence, msgs.Len()-bi.FirstIndex))
 		}
 		if err := msgs.Add(m.ID, m.OriginTimestamp, m.Payload, m.Headers); err != nil {
 			msgs.Release()
@@ -346,9 +348,9 @@ func produceVersionRules(version int16, batches []records.BatchInfo) (int16, str
 
 // send writes one partition's messages and fills its response.
 func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
-	done := noopDone
+	done := producers.NoopDone
 	if bi := s.idem; bi != nil {
-		dup, code, d := p.b.pids.admit(ctx, bi.ProducerID, bi.ProducerEpoch, s.topic, s.partition, bi.BaseSequence, int32(bi.Records))
+		dup, code, d := p.b.pids.Admit(ctx, bi.ProducerID, bi.ProducerEpoch, s.topic, s.partition, bi.BaseSequence, int32(bi.Records))
 		if code != 0 || dup != nil {
 			s.msgs.Release()
 			s.msgs = nil

@@ -4,7 +4,7 @@ package bridge
 //
 // Behavior (KAFKA-ON-IGGY §4):
 //   - No transactional id (null): a new producer id, epoch 0, error 0,
-//     from a block of 2^20 ids leased from Iggy (pids_lease.go), unique
+//     from a block of 2^20 ids leased from Iggy (bridge/producers/lease.go), unique
 //     across restarts and sidecars. When no block can be leased (Iggy
 //     unreachable): COORDINATOR_LOAD_IN_PROGRESS (14), producer id -1, as
 //     Kafka answers while it has no block (KIP-730); clients retry. As on
@@ -47,7 +47,7 @@ func (b *Bridge) handleInitProducerID(ctx context.Context, rq *Request) (kmsg.Re
 			Msg("init producer id: transactional id refused")
 		return resp, nil
 	}
-	id, err := b.pids.newID(ctx)
+	id, err := b.pids.NewID(ctx)
 	if err != nil {
 		// Kafka's answer when no producer id block is available yet
 		// (KIP-730): clients retry.

@@ -13,8 +13,9 @@
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
 // defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
-// pids.go, internaltopics.go, metrics.go. Below the floor, packages that
-// take narrow dependencies, never the Bridge: committed offsets
+// internaltopics.go, metrics.go. Below the floor, packages that
+// take narrow dependencies, never the Bridge: producer ids and
+// idempotence (bridge/producers), committed offsets
 // (bridge/offsets), topic configs and the topic-config store in Iggy
 // (bridge/topicconfig), the group state machine (bridge/groups, reached
 // through groups.Service), the record mapping (codec/records). One Table
@@ -36,6 +37,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
@@ -92,7 +94,7 @@ type Bridge struct {
 	offsets       *offsets.Store     // committed offsets in Iggy (bridge/offsets)
 	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
 	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
-	pids          *producerState     // producer ids and idempotence (pids.go)
+	pids          *producers.State   // producer ids and idempotence (bridge/producers)
 	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
@@ -141,9 +143,9 @@ func New(o Options) (*Bridge, error) {
 		b.cgroups = o.ConsumerGroups(clocal)
 		b.cgroupsServed = true
 	}
-	b.pids = newProducers(o.Config.Producer, o.Log)
-	b.pids.tail = b.producerTail(o.Config.Producer.RecoveryTailMessages)
-	b.pids.ids = newPIDLeaser(b.takePIDBlock)
+	pc := o.Config.Producer
+	b.pids = producers.New(producers.Config{InstanceID: pc.InstanceID, MaxTrackedProducers: pc.MaxTrackedProducers, RecoveryTailMessages: pc.RecoveryTailMessages},
+		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
 	}

@@ -2,10 +2,11 @@ package bridge
 
 import (
 	"context"
-	"encoding/binary"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // Bounds of the memory a Produce request's decompression draws from the
@@ -59,14 +60,6 @@ func setProduceCodes(resp *kmsg.ProduceResponse, code int16) {
 	}
 }
 
-// Offsets in a record batch (v2) header, read to find its codec.
-const (
-	batchLengthAt     = 8  // int32: bytes after this field
-	batchMagicAt      = 16 // int8
-	batchAttributesAt = 21 // int16: codec in the low 3 bits
-	batchHeadLen      = 12 // base offset + batch length
-)
-
 // produceCompressed reports whether any batch of req names a compression
 // codec (magic 0/1 message sets and v2 batches alike keep it in the low
 // bits of their attributes; a message set's wrapper is checked through
@@ -74,35 +67,10 @@ const (
 func produceCompressed(req *kmsg.ProduceRequest) bool {
 	for i := range req.Topics {
 		for j := range req.Topics[i].Partitions {
-			if recordsCompressed(req.Topics[i].Partitions[j].Records) {
+			if records.Compressed(req.Topics[i].Partitions[j].Records) {
 				return true
 			}
 		}
-	}
-	return false
-}
-
-// recordsCompressed walks the batches of a Records field.
-func recordsCompressed(b []byte) bool {
-	for len(b) >= batchHeadLen+5 {
-		n := int(int32(binary.BigEndian.Uint32(b[batchLengthAt:])))
-		if n <= 0 {
-			return false
-		}
-		var attrs byte
-		switch magic := b[batchMagicAt]; {
-		case magic >= 2 && len(b) > batchAttributesAt+1:
-			attrs = b[batchAttributesAt+1]
-		case magic < 2:
-			attrs = b[batchMagicAt+1] // message set: crc(4) magic(1) attributes(1)
-		}
-		if attrs&0x07 != 0 {
-			return true
-		}
-		if batchHeadLen+n > len(b) {
-			return false
-		}
-		b = b[batchHeadLen+n:]
 	}
 	return false
 }

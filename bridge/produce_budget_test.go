@@ -13,9 +13,9 @@ import (
 // produceWithCodec is a Produce of one v2 batch header naming codec.
 func produceWithCodec(codec byte) *kmsg.ProduceRequest {
 	b := make([]byte, 61)
-	binary.BigEndian.PutUint32(b[batchLengthAt:], 49)
-	b[batchMagicAt] = 2
-	b[batchAttributesAt+1] = codec
+	binary.BigEndian.PutUint32(b[8:], 49) // batch length
+	b[16] = 2                             // magic
+	b[22] = codec                         // attributes' low byte
 	req := kmsg.NewPtrProduceRequest()
 	req.TimeoutMillis = 1000
 	rt := kmsg.NewProduceRequestTopic()

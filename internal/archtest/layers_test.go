@@ -38,8 +38,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
 // ours; codec/records, bridge/offsets, bridge/topicconfig,
-// bridge/fetchsession, bridge/telemetry and bridge/quotas serve bridge
-// only; embedded imports codec only; embedded/embedtest is imported by test
+// bridge/fetchsession, bridge/telemetry, bridge/quotas and bridge/producers
+// serve bridge only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
 // TestLayeringTableKeepsTheRules check the table itself against those
@@ -61,9 +61,10 @@ var layers = map[string]rule{
 	"bridge/telemetry":    {imports: []string{"budget"}},
 	"bridge/cgroups":      {},
 	"bridge/quotas":       {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
+	"bridge/producers":    {imports: with(iggyCodec, "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
-	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth"}, tests: with(testKit, "proxy")},
+	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth", "internal/panics"}, tests: with(testKit, "proxy")},
 
 	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "auth"), tests: testKit},
 	// admin adapts the metric hooks of proxy and bridge/iggy.
@@ -80,6 +81,7 @@ var layers = map[string]rule{
 	"gen":                {},
 	"deploy":             {},
 	"internal/archtest":  {},
+	"internal/panics":    {},
 	"scripts/...":        {imports: []string{"..."}},
 }
 
@@ -95,6 +97,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/fetchsession": {"bridge"},
 	"bridge/telemetry":    {"bridge"},
 	"bridge/quotas":       {"bridge"},
+	"bridge/producers":    {"bridge"},
 	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 

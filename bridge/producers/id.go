@@ -1,10 +1,10 @@
-package bridge
+package producers
 
 // Producer state carried in Iggy (KAFKA-ON-IGGY §4): every message written
 // for an idempotent Kafka batch gets a deterministic Iggy message id that
 // names its producer id, epoch and sequence, so the sidecar (any sidecar,
 // after any restart) can rebuild a producer's last sequences from the
-// partition's tail (pids_tail.go), and a native Iggy consumer can tell
+// partition's tail (tail.go), and a native Iggy consumer can tell
 // which Kafka producer wrote a message.
 //
 // The id is an RFC 9562 UUID version 8 (custom): its 16 bytes are Iggy's
@@ -41,9 +41,9 @@ const (
 	pidIDLoSpare = 1 << 47      // always 0
 )
 
-// pidMessageID is the Iggy message id of the record with sequence seq of
+// MessageID is the Iggy message id of the record with sequence seq of
 // producer pid at epoch epoch. pid, epoch and seq must be >= 0.
-func pidMessageID(pid int64, epoch int16, seq int32) wire.U128 {
+func MessageID(pid int64, epoch int16, seq int32) wire.U128 {
 	p := uint64(pid)
 	lo := uint64(seq)&pidIDSeqMask | uint64(epoch)&pidIDEpMask<<31 | pidIDTag
 	if p&(1<<62) != 0 {
@@ -53,7 +53,7 @@ func pidMessageID(pid int64, epoch int16, seq int32) wire.U128 {
 	return wire.U128{Lo: lo, Hi: hi}
 }
 
-// parsePIDMessageID reads back what pidMessageID encoded; ok is false for
+// parsePIDMessageID reads back what MessageID encoded; ok is false for
 // any other id.
 func parsePIDMessageID(id wire.U128) (pid int64, epoch int16, seq int32, ok bool) {
 	if id.Lo&pidIDLoTags != pidIDTag || id.Lo&pidIDLoSpare != 0 || id.Hi&pidIDHiVar != pidIDVariant {
@@ -66,7 +66,7 @@ func parsePIDMessageID(id wire.U128) (pid int64, epoch int16, seq int32, ok bool
 	return int64(p), int16(id.Lo >> 31 & pidIDEpMask), int32(id.Lo & pidIDSeqMask), true
 }
 
-// seqAdd is seq + n on Kafka's sequence ring (wrapping past MaxInt32 to 0).
-func seqAdd(seq int32, n int) int32 {
+// SeqAdd is seq + n on Kafka's sequence ring (wrapping past MaxInt32 to 0).
+func SeqAdd(seq int32, n int) int32 {
 	return int32((int64(seq) + int64(n)) % (1 << 31))
 }

@@ -1,4 +1,4 @@
-package bridge
+package panics
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestPanicGroupCarriesPanicToWait: a panic on one of a handler's
+// TestGroupCarriesPanicToWait: a panic on one of a handler's
 // goroutines does not end the process; the others run to their end and
 // Wait raises it on the handler's goroutine with the goroutine's stack.
-func TestPanicGroupCarriesPanicToWait(t *testing.T) {
-	var g panicGroup
+func TestGroupCarriesPanicToWait(t *testing.T) {
+	var g Group
 	var ran atomic.Int32
 	for i := 0; i < 4; i++ {
 		g.Go(func() {
@@ -23,11 +23,11 @@ func TestPanicGroupCarriesPanicToWait(t *testing.T) {
 	}
 	defer func() {
 		v := recover()
-		var gp *goroutinePanic
+		var gp *Carried
 		if err, ok := v.(error); !ok || !errors.As(err, &gp) {
-			t.Fatalf("Wait raised %v, want a *goroutinePanic", v)
+			t.Fatalf("Wait raised %v, want a *Carried", v)
 		}
-		if gp.value != "send fault" || !strings.Contains(gp.Error(), "panicgroup_test.go") {
+		if gp.value != "send fault" || !strings.Contains(gp.Error(), "panics_test.go") {
 			t.Fatalf("panic %q, stack:\n%s", gp.value, gp.stack)
 		}
 		if ran.Load() != 3 {
@@ -38,9 +38,9 @@ func TestPanicGroupCarriesPanicToWait(t *testing.T) {
 	t.Fatal("Wait returned without raising the panic")
 }
 
-// TestPanicGroupWithoutPanic: Wait returns once every goroutine is done.
-func TestPanicGroupWithoutPanic(t *testing.T) {
-	var g panicGroup
+// TestGroupWithoutPanic: Wait returns once every goroutine is done.
+func TestGroupWithoutPanic(t *testing.T) {
+	var g Group
 	var ran atomic.Int32
 	for i := 0; i < 8; i++ {
 		g.Go(func() { ran.Add(1) })

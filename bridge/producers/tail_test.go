@@ -1,4 +1,4 @@
-package bridge
+package producers
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestPIDMessageIDRoundTrip(t *testing.T) {
 		epoch int16
 		seq   int32
 	}{{0, 0, 0}, {1, 2, 3}, {math.MaxInt64, math.MaxInt16, math.MaxInt32}, {1 << 62, 0, 7}, {0x5a5a<<47 | 12345, 9, 1 << 30}} {
-		id := pidMessageID(c.pid, c.epoch, c.seq)
+		id := MessageID(c.pid, c.epoch, c.seq)
 		// UUID version 8, variant 10 (wire bytes 6 and 8).
 		if v := id.Lo >> 52 & 0xf; v != 8 {
 			t.Fatalf("%+v: version nibble %x", c, v)
@@ -43,8 +43,8 @@ func TestPIDMessageIDRoundTrip(t *testing.T) {
 	if _, _, _, ok := parsePIDMessageID(wire.U128{}); ok {
 		t.Fatal("id 0 parsed as a producer id")
 	}
-	if got := seqAdd(math.MaxInt32, 2); got != 1 {
-		t.Fatalf("seqAdd wraps to %d, want 1", got)
+	if got := SeqAdd(math.MaxInt32, 2); got != 1 {
+		t.Fatalf("SeqAdd wraps to %d, want 1", got)
 	}
 }
 
@@ -68,12 +68,12 @@ func tailIter(t *testing.T, ids ...wire.U128) *icodec.MessageIter {
 
 func TestScanProducerTail(t *testing.T) {
 	ids := []wire.U128{
-		pidMessageID(7, 0, 0), pidMessageID(7, 0, 1), // epoch 0: superseded
+		MessageID(7, 0, 0), MessageID(7, 0, 1), // epoch 0: superseded
 		randomV4ID(),
-		pidMessageID(7, 1, 0), pidMessageID(7, 1, 1), // run 0-1 at 3
-		pidMessageID(8, 1, 2),                        // another producer
-		pidMessageID(7, 1, 2), pidMessageID(7, 1, 3), // run 2-3 at 6
-		pidMessageID(7, 1, 4), // continues the run
+		MessageID(7, 1, 0), MessageID(7, 1, 1), // run 0-1 at 3
+		MessageID(8, 1, 2),                     // another producer
+		MessageID(7, 1, 2), MessageID(7, 1, 3), // run 2-3 at 6
+		MessageID(7, 1, 4), // continues the run
 	}
 	tl := scanProducerTail(tailIter(t, ids...), 7)
 	want := []pidBatch{{first: 0, last: 1, base: 3, run: true}, {first: 2, last: 4, base: 6, run: true}}
@@ -88,7 +88,7 @@ func TestScanProducerTail(t *testing.T) {
 	// Only the last pidBatches runs are kept.
 	ids = ids[:0]
 	for s := int32(0); s < 20; s += 2 {
-		ids = append(ids, pidMessageID(7, 0, s), randomV4ID())
+		ids = append(ids, MessageID(7, 0, s), randomV4ID())
 	}
 	if tl := scanProducerTail(tailIter(t, ids...), 7); len(tl.runs) != pidBatches || tl.runs[pidBatches-1].first != 18 || tl.runs[0].first != 10 {
 		t.Fatalf("tail %+v", tl)
@@ -99,7 +99,7 @@ func TestScanProducerTail(t *testing.T) {
 }
 
 // tailProducers is a tracker reading tails from tail, counting the reads.
-func tailProducers(tail *pidTail, err *error, reads *int) *producerState {
+func tailProducers(tail *pidTail, err *error, reads *int) *State {
 	ps := newTestProducers(10)
 	ps.tail = func(context.Context, string, int32, int64) (pidTail, error) {
 		*reads++
@@ -128,7 +128,7 @@ func TestAdmitReadsStateBackFromTail(t *testing.T) {
 
 	// A failed (or unknown-outcome) write makes the next batch read the
 	// tail again: here the write had landed, so its retry is a duplicate.
-	_, code, done := ps.admit(context.Background(), pid, 3, "t", 0, 25, 5)
+	_, code, done := ps.Admit(context.Background(), pid, 3, "t", 0, 25, 5)
 	if code != 0 {
 		t.Fatal(code)
 	}
@@ -237,7 +237,7 @@ func TestRunStarts(t *testing.T) {
 	o := randomV4ID()
 	// Newer chunk (offsets 4-7): pid's seq 4 continues seq 3 at offset 3
 	// only if the older chunk ends so.
-	newerChunk := polledOf(t, 4, pidMessageID(7, 0, 4), o, pidMessageID(7, 0, 5), pidMessageID(7, 0, 6))
+	newerChunk := polledOf(t, 4, MessageID(7, 0, 4), o, MessageID(7, 0, 5), MessageID(7, 0, 6))
 	var newer tailMsg
 	first, starts, n := runStarts(newerChunk, 7, &newer)
 	// Seq 5 at 6 starts a run (its predecessor is another producer's); seq
@@ -245,13 +245,13 @@ func TestRunStarts(t *testing.T) {
 	if first != 4 || starts != 1 || n != 4 {
 		t.Fatalf("newer chunk: first %d starts %d n %d", first, starts, n)
 	}
-	older := polledOf(t, 0, o, pidMessageID(7, 0, 1), pidMessageID(7, 0, 2), pidMessageID(7, 0, 3))
+	older := polledOf(t, 0, o, MessageID(7, 0, 1), MessageID(7, 0, 2), MessageID(7, 0, 3))
 	first, starts, n = runStarts(older, 7, &newer)
 	// Seq 1 at 1 starts a run; seq 4 at 4 continues seq 3 at 3: no start.
 	if first != 0 || starts != 1 || n != 4 {
 		t.Fatalf("older chunk: first %d starts %d n %d", first, starts, n)
 	}
-	gapped := polledOf(t, 0, o, pidMessageID(7, 0, 1), pidMessageID(7, 0, 2), o)
+	gapped := polledOf(t, 0, o, MessageID(7, 0, 1), MessageID(7, 0, 2), o)
 	newer = tailMsg{}
 	runStarts(newerChunk, 7, &newer)
 	if _, starts, _ := runStarts(gapped, 7, &newer); starts != 2 {

@@ -1,4 +1,4 @@
-package bridge
+package producers
 
 import (
 	"context"
@@ -8,14 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // newTestProducers is a tracker whose gap wait is short: tests that need
 // a batch to wait for an overtaken one set it longer.
-func newTestProducers(maxProducers int) *producerState {
+func newTestProducers(maxProducers int) *State {
 	ps := newProducerState(maxProducers)
 	ps.gapWait = time.Millisecond
 	return ps
@@ -99,9 +97,9 @@ func TestProducerInstanceID(t *testing.T) {
 }
 
 // admitOK admits a batch that must be written and confirms it at base.
-func admitOK(t *testing.T, ps *producerState, pid int64, epoch int16, topic string, part, seq, count int32, base int64) {
+func admitOK(t *testing.T, ps *State, pid int64, epoch int16, topic string, part, seq, count int32, base int64) {
 	t.Helper()
-	dup, code, done := ps.admit(context.Background(), pid, epoch, topic, part, seq, count)
+	dup, code, done := ps.Admit(context.Background(), pid, epoch, topic, part, seq, count)
 	if dup != nil || code != 0 {
 		t.Fatalf("admit pid %d epoch %d seq %d: dup %v code %d, want a write", pid, epoch, seq, dup, code)
 	}
@@ -109,9 +107,9 @@ func admitOK(t *testing.T, ps *producerState, pid int64, epoch int16, topic stri
 }
 
 // admitCode admits a batch that must be refused with want.
-func admitCode(t *testing.T, ps *producerState, pid int64, epoch int16, part, seq, count int32, want int16) {
+func admitCode(t *testing.T, ps *State, pid int64, epoch int16, part, seq, count int32, want int16) {
 	t.Helper()
-	dup, code, done := ps.admit(context.Background(), pid, epoch, "t", part, seq, count)
+	dup, code, done := ps.Admit(context.Background(), pid, epoch, "t", part, seq, count)
 	done(0, true) // a no-op for refusals
 	if dup != nil || code != want {
 		t.Fatalf("admit pid %d epoch %d seq %d: dup %v code %d, want code %d", pid, epoch, seq, dup, code, want)
@@ -119,9 +117,9 @@ func admitCode(t *testing.T, ps *producerState, pid int64, epoch int16, part, se
 }
 
 // admitDup admits a batch that must be a retry of base.
-func admitDup(t *testing.T, ps *producerState, pid int64, epoch int16, part, seq, count int32, base int64) {
+func admitDup(t *testing.T, ps *State, pid int64, epoch int16, part, seq, count int32, base int64) {
 	t.Helper()
-	dup, code, _ := ps.admit(context.Background(), pid, epoch, "t", part, seq, count)
+	dup, code, _ := ps.Admit(context.Background(), pid, epoch, "t", part, seq, count)
 	if code != 0 || dup == nil || dup.BaseOffset != base {
 		t.Fatalf("admit pid %d seq %d: dup %v code %d, want dup at %d", pid, seq, dup, code, base)
 	}
@@ -179,7 +177,7 @@ func TestAdmitSequenceWraps(t *testing.T) {
 func TestAdmitFailedWriteIsForgotten(t *testing.T) {
 	ps := newTestProducers(10)
 	admitOK(t, ps, 1, 0, "t", 0, 0, 5, 0)
-	_, code, done := ps.admit(context.Background(), 1, 0, "t", 0, 5, 5)
+	_, code, done := ps.Admit(context.Background(), 1, 0, "t", 0, 5, 5)
 	if code != 0 {
 		t.Fatal(code)
 	}
@@ -197,7 +195,7 @@ func TestAdmitInvalidInput(t *testing.T) {
 		epoch      int16
 		seq, count int32
 	}{{-1, 0, 0, 1}, {1, -1, 0, 1}, {1, 0, -1, 1}, {1, 0, 0, 0}, {1, 0, 0, -5}} {
-		dup, code, done := ps.admit(context.Background(), c.pid, c.epoch, "t", 0, c.seq, c.count)
+		dup, code, done := ps.Admit(context.Background(), c.pid, c.epoch, "t", 0, c.seq, c.count)
 		if dup != nil || code != kerr.InvalidRecord.Code || done == nil {
 			t.Fatalf("%+v: dup %v code %d", c, dup, code)
 		}
@@ -215,14 +213,14 @@ func TestAdmitWaitsForInFlightBatch(t *testing.T) {
 
 	t.Run("next batch after success", func(t *testing.T) {
 		ps := newTestProducers(10)
-		_, code, doneA := ps.admit(ctx, 1, 0, "t", 0, 0, 5)
+		_, code, doneA := ps.Admit(ctx, 1, 0, "t", 0, 0, 5)
 		if code != 0 {
 			t.Fatal(code)
 		}
 		var confirmed atomic.Bool
 		res := make(chan int16, 1)
 		go func() {
-			_, code, doneB := ps.admit(ctx, 1, 0, "t", 0, 5, 5)
+			_, code, doneB := ps.Admit(ctx, 1, 0, "t", 0, 5, 5)
 			if !confirmed.Load() {
 				code = -100 // returned before A finished
 			}
@@ -239,10 +237,10 @@ func TestAdmitWaitsForInFlightBatch(t *testing.T) {
 	t.Run("next batch after failure is out of order", func(t *testing.T) {
 		ps := newTestProducers(10)
 		admitOK(t, ps, 1, 0, "t", 0, 0, 5, 0)
-		_, _, doneA := ps.admit(ctx, 1, 0, "t", 0, 5, 5)
+		_, _, doneA := ps.Admit(ctx, 1, 0, "t", 0, 5, 5)
 		res := make(chan int16, 1)
 		go func() {
-			_, code, doneB := ps.admit(ctx, 1, 0, "t", 0, 10, 5)
+			_, code, doneB := ps.Admit(ctx, 1, 0, "t", 0, 10, 5)
 			doneB(0, false)
 			res <- code
 		}()
@@ -254,10 +252,10 @@ func TestAdmitWaitsForInFlightBatch(t *testing.T) {
 
 	t.Run("retry of an in-flight batch gets its offsets", func(t *testing.T) {
 		ps := newTestProducers(10)
-		_, _, doneA := ps.admit(ctx, 1, 0, "t", 0, 0, 5)
-		res := make(chan *dupResult, 1)
+		_, _, doneA := ps.Admit(ctx, 1, 0, "t", 0, 0, 5)
+		res := make(chan *DupResult, 1)
 		go func() {
-			dup, _, done := ps.admit(ctx, 1, 0, "t", 0, 0, 5)
+			dup, _, done := ps.Admit(ctx, 1, 0, "t", 0, 0, 5)
 			done(0, false)
 			res <- dup
 		}()
@@ -269,11 +267,11 @@ func TestAdmitWaitsForInFlightBatch(t *testing.T) {
 
 	t.Run("context ends while waiting", func(t *testing.T) {
 		ps := newTestProducers(10)
-		_, _, doneA := ps.admit(ctx, 1, 0, "t", 0, 0, 5)
+		_, _, doneA := ps.Admit(ctx, 1, 0, "t", 0, 0, 5)
 		defer doneA(0, true)
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		dup, code, _ := ps.admit(cctx, 1, 0, "t", 0, 5, 5)
+		dup, code, _ := ps.Admit(cctx, 1, 0, "t", 0, 5, 5)
 		if dup != nil || code != kerr.NotLeaderForPartition.Code {
 			t.Fatalf("dup %v code %d", dup, code)
 		}
@@ -298,7 +296,7 @@ func TestAdmitReordered(t *testing.T) {
 		var aDone atomic.Bool
 		res := make(chan int16, 1)
 		go func() {
-			dup, code, doneB := ps.admit(ctx, 1, 0, "t", 0, 5, 5) // B overtook A
+			dup, code, doneB := ps.Admit(ctx, 1, 0, "t", 0, 5, 5) // B overtook A
 			if dup != nil || !aDone.Load() {
 				code = -100 // admitted before A was written
 			}
@@ -306,7 +304,7 @@ func TestAdmitReordered(t *testing.T) {
 			res <- code
 		}()
 		<-waiting // B waits for what comes before it
-		_, code, doneA := ps.admit(ctx, 1, 0, "t", 0, 0, 5)
+		_, code, doneA := ps.Admit(ctx, 1, 0, "t", 0, 0, 5)
 		if code != 0 {
 			t.Fatal(code)
 		}
@@ -333,7 +331,7 @@ func TestAdmitReordered(t *testing.T) {
 		var mu sync.Mutex
 		res := make(chan int16, 2)
 		run := func(first int32) {
-			_, code, done := ps.admit(ctx, 1, 0, "t", 0, first, 5)
+			_, code, done := ps.Admit(ctx, 1, 0, "t", 0, first, 5)
 			mu.Lock()
 			order = append(order, first)
 			mu.Unlock()
@@ -358,7 +356,7 @@ func TestAdmitReordered(t *testing.T) {
 		ps.gapWait = time.Minute
 		res := make(chan int16, 1)
 		go func() {
-			_, code, doneC := ps.admit(ctx, 1, 0, "t", 0, 10, 5) // C overtook B
+			_, code, doneC := ps.Admit(ctx, 1, 0, "t", 0, 10, 5) // C overtook B
 			doneC(10, true)
 			res <- code
 		}()
@@ -392,7 +390,7 @@ func TestProducerStateBounded(t *testing.T) {
 
 	// A producer with a write in flight is never forgotten.
 	ps = newTestProducers(1)
-	_, _, doneA := ps.admit(context.Background(), 1, 0, "t", 0, 0, 1)
+	_, _, doneA := ps.Admit(context.Background(), 1, 0, "t", 0, 0, 1)
 	admitOK(t, ps, 2, 0, "t", 0, 0, 1, 0)
 	if p, _ := ps.tracked(); p != 2 {
 		t.Fatalf("in-flight producer evicted: %d producers", p)
@@ -425,7 +423,7 @@ func TestProducerStateConcurrent(t *testing.T) {
 			pid := int64(w % 4) // two writers per producer, different partitions
 			part := int32(w)
 			for seq := int32(0); seq < 200; seq++ {
-				dup, code, done := ps.admit(context.Background(), pid, 0, "t", part, seq, 1)
+				dup, code, done := ps.Admit(context.Background(), pid, 0, "t", part, seq, 1)
 				if dup != nil || code != 0 {
 					t.Errorf("writer %d seq %d: dup %v code %d", w, seq, dup, code)
 					return
@@ -435,32 +433,4 @@ func TestProducerStateConcurrent(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-}
-
-func TestHandleInitProducerID(t *testing.T) {
-	b := &Bridge{log: zerolog.Nop(), pids: newTestProducers(10)}
-	b.pids.alloc = newPIDAllocator(3, nil)
-	seen := map[int64]bool{}
-	for v := int16(0); v <= 5; v++ {
-		req := kmsg.NewPtrInitProducerIDRequest()
-		req.SetVersion(v)
-		req.ProducerID, req.ProducerEpoch = 12345, 3 // ignored without a transactional id
-		r, err := b.handleInitProducerID(context.Background(), &Request{Key: 22, Version: v, Msg: req})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := r.(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != 0 || resp.ProducerEpoch != 0 || resp.ProducerID < 0 || seen[resp.ProducerID] || resp.ProducerID>>pidCounterBits != 3 {
-			t.Fatalf("v%d: %+v", v, resp)
-		}
-		seen[resp.ProducerID] = true
-
-		txn := ""
-		req.TransactionalID = &txn
-		r, _ = b.handleInitProducerID(context.Background(), &Request{Key: 22, Version: v, Msg: req})
-		resp = r.(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
-			t.Fatalf("v%d transactional: %+v", v, resp)
-		}
-	}
 }

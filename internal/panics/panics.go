@@ -1,4 +1,8 @@
-package bridge
+// Package panics carries a panic from a goroutine a request handler
+// started back to the handler's goroutine, where the front door recovers
+// it (closes that connection, counts close_reason panic) instead of the
+// process ending: nothing recovers a panic on another goroutine.
+package panics
 
 import (
 	"fmt"
@@ -6,30 +10,30 @@ import (
 	"sync"
 )
 
-// panicGroup runs the goroutines a handler starts. A panic in one of them
+// Group runs the goroutines a handler starts. A panic in one of them
 // would end the process (nothing recovers it on its own goroutine): it is
 // recovered there and raised again by Wait on the handler's goroutine,
 // where the front door recovers it, closes the request's connection and
 // counts it (close_reason panic), like a panic in the handler itself.
-type panicGroup struct {
+type Group struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
-	first *goroutinePanic
+	first *Carried
 }
 
-// goroutinePanic is a panic carried over from a handler's goroutine, with
+// Carried is a panic carried over from a handler's goroutine, with
 // the stack where it happened.
-type goroutinePanic struct {
+type Carried struct {
 	value any
 	stack []byte
 }
 
-func (p *goroutinePanic) Error() string {
+func (p *Carried) Error() string {
 	return fmt.Sprintf("panic in a handler goroutine: %v\n%s", p.value, p.stack)
 }
 
 // Go runs fn on a new goroutine of the group.
-func (g *panicGroup) Go(fn func()) {
+func (g *Group) Go(fn func()) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -37,7 +41,7 @@ func (g *panicGroup) Go(fn func()) {
 			if v := recover(); v != nil {
 				g.mu.Lock()
 				if g.first == nil {
-					g.first = &goroutinePanic{value: v, stack: debug.Stack()}
+					g.first = &Carried{value: v, stack: debug.Stack()}
 				}
 				g.mu.Unlock()
 			}
@@ -48,7 +52,7 @@ func (g *panicGroup) Go(fn func()) {
 
 // Wait waits for the group's goroutines and raises the first panic one
 // of them met.
-func (g *panicGroup) Wait() {
+func (g *Group) Wait() {
 	g.wg.Wait()
 	if g.first != nil {
 		panic(g.first)

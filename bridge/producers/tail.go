@@ -1,8 +1,8 @@
-package bridge
+package producers
 
 // Producer state read back from Iggy (KAFKA-ON-IGGY §4). The messages of
 // an idempotent batch carry their producer id, epoch and sequence in their
-// Iggy message ids (pids_id.go). When a batch arrives for a (producer,
+// Iggy message ids (id.go). When a batch arrives for a (producer,
 // partition) whose state this sidecar does not hold (after a restart, a
 // SIGKILL included; a producer id another sidecar handed out; state the
 // LRU forgot; or a write of this producer and partition that failed or
@@ -10,7 +10,7 @@ package bridge
 // partition's last producer.recovery_tail_messages messages (producerTail)
 // and rebuilds the producer's state from them: its newest epoch and the last pidBatches runs of
 // consecutive sequences at consecutive offsets. Then the usual rules
-// apply (pids.go): a batch inside a run is a retry, answered with the
+// apply (state.go): a batch inside a run is a retry, answered with the
 // offset its first record got and not written again; the next sequence is
 // written; a gap waits, then answers OUT_OF_ORDER_SEQUENCE_NUMBER; an old
 // epoch INVALID_PRODUCER_EPOCH. A batch above sequence 0 of a producer the
@@ -48,7 +48,7 @@ type pidTail struct {
 // needTail reports whether pp must be read back from Iggy before a batch
 // at baseSeq of pid is checked; when it need not, pp counts as loaded.
 // Caller holds t.mu.
-func (t *producerState) needTail(pp *pidPartition, pid int64, baseSeq int32) bool {
+func (t *State) needTail(pp *pidPartition, pid int64, baseSeq int32) bool {
 	if pp.loaded || t.tail == nil {
 		return false
 	}
@@ -62,7 +62,7 @@ func (t *producerState) needTail(pp *pidPartition, pid int64, baseSeq int32) boo
 // load reads pp's state back from the partition's tail. Caller holds t.mu
 // (released during the read, held again on return). A non-zero code
 // refuses the batch: the read failed (a retriable error).
-func (t *producerState) load(ctx context.Context, p *pidProducer, pp *pidPartition, pid int64, key partKey) int16 {
+func (t *State) load(ctx context.Context, p *pidProducer, pp *pidPartition, pid int64, key partKey) int16 {
 	ch := make(chan struct{})
 	pp.loading = ch
 	p.busy++
@@ -109,12 +109,12 @@ const (
 // the chunks read hold pidBatches complete runs of pid (a retry is never
 // of an older batch than those, as on a broker); then it scans them in
 // offset order. 0 turns reading back off (nil).
-func (b *Bridge) producerTail(n int) pidTailReader {
+func producerTail(n int, d Deps) pidTailReader {
 	if n <= 0 {
 		return nil
 	}
 	return func(ctx context.Context, topic string, partition int32, pid int64) (pidTail, error) {
-		ref := b.topics.ref(topic)
+		ref := d.Ref(topic)
 		var chunks []*iggy.Polled // newest first
 		defer func() {
 			for _, pl := range chunks {
@@ -128,10 +128,10 @@ func (b *Bridge) producerTail(n int) pidTailReader {
 			var err error
 			count := min(chunk, n-scanned)
 			if lo < 0 {
-				pl, err = pollIggy(ctx, b.iggy, ref, partition, icodec.PollingKindLast, 0, uint32(count))
+				pl, err = d.Poll(ctx, ref, partition, icodec.PollingKindLast, 0, uint32(count))
 			} else {
 				from := max(0, lo-int64(count))
-				pl, err = pollIggy(ctx, b.iggy, ref, partition, icodec.PollingKindOffset, uint64(from), uint32(lo-from))
+				pl, err = d.Poll(ctx, ref, partition, icodec.PollingKindOffset, uint64(from), uint32(lo-from))
 			}
 			if err != nil {
 				return pidTail{}, err

@@ -1,4 +1,4 @@
-package bridge
+package producers
 
 // Producer ids leased from Iggy (KAFKA-ON-IGGY §4): unique across restarts
 // and across every sidecar of a deployment on one Iggy server. A sidecar
@@ -20,6 +20,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -88,9 +90,9 @@ func (l *pidLeaser) own(pid int64) bool {
 	return ok
 }
 
-// newID returns a producer id for InitProducerId: leased from Iggy, or
+// NewID returns a producer id for InitProducerId: leased from Iggy, or
 // without a leaser (unit tests) from the clock-seeded allocator.
-func (t *producerState) newID(ctx context.Context) (int64, error) {
+func (t *State) NewID(ctx context.Context) (int64, error) {
 	if t.ids != nil {
 		return t.ids.id(ctx)
 	}
@@ -98,7 +100,7 @@ func (t *producerState) newID(ctx context.Context) (int64, error) {
 }
 
 // own reports whether pid was handed out by this process.
-func (t *producerState) own(pid int64) bool {
+func (t *State) own(pid int64) bool {
 	if t.ids != nil {
 		return t.ids.own(pid)
 	}
@@ -113,15 +115,15 @@ type pidLeaseRecord struct {
 }
 
 // takePIDBlock appends a lease message and returns its offset + 1.
-func (b *Bridge) takePIDBlock(ctx context.Context) (int64, error) {
-	if _, err := b.iggy.GetTopic(ctx, pidLeaseRef); err != nil {
+func takePIDBlock(ctx context.Context, d Deps, log zerolog.Logger) (int64, error) {
+	if _, err := d.Client.GetTopic(ctx, pidLeaseRef); err != nil {
 		if !iggy.IsNotFound(err) {
 			return 0, err
 		}
-		if _, err := b.iggy.EnsureStream(ctx, pidLeaseRef.Stream); err != nil {
+		if _, err := d.Client.EnsureStream(ctx, pidLeaseRef.Stream); err != nil {
 			return 0, err
 		}
-		if _, err := b.iggy.CreateTopic(ctx, pidLeaseRef, 1, nil); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+		if _, err := d.Client.CreateTopic(ctx, pidLeaseRef, 1, nil); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
 			return 0, err
 		}
 	}
@@ -131,28 +133,28 @@ func (b *Bridge) takePIDBlock(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	id := randomV4ID()
-	msgs := b.iggy.NewMessages()
+	msgs := d.Client.NewMessages()
 	if err := msgs.Add(id, uint64(time.Now().UnixMicro()), payload, nil); err != nil {
 		msgs.Release()
 		return 0, err
 	}
-	off, err := b.iggy.Send(ctx, pidLeaseRef, 0, msgs)
+	off, err := d.Client.Send(ctx, pidLeaseRef, 0, msgs)
 	if err != nil {
 		return 0, err
 	}
 	if off < 0 { // confirmed without an offset: find the message
-		if off, err = b.findLease(ctx, id); err != nil {
+		if off, err = findLease(ctx, d, id); err != nil {
 			return 0, err
 		}
 	}
-	b.log.Info().Int64("producer_id_block", off+1).Msg("producer ids: block leased from iggy")
+	log.Info().Int64("producer_id_block", off+1).Msg("producer ids: block leased from iggy")
 	return off + 1, nil
 }
 
 // findLease returns the offset of the lease message with id among the
 // partition's last ones.
-func (b *Bridge) findLease(ctx context.Context, id wire.U128) (int64, error) {
-	pl, err := pollIggy(ctx, b.iggy, pidLeaseRef, 0, icodec.PollingKindLast, 0, 1024)
+func findLease(ctx context.Context, d Deps, id wire.U128) (int64, error) {
+	pl, err := d.Poll(ctx, pidLeaseRef, 0, icodec.PollingKindLast, 0, 1024)
 	if err != nil {
 		return 0, err
 	}

@@ -1,11 +1,10 @@
-package bridge
-
-// Producer ids and idempotent produce (KAFKA-ON-IGGY §4): the producer-id
-// allocator behind InitProducerId (22_init_producer_id.go) and the
+// Package producers holds producer ids and idempotent produce for the
+// bridge (KAFKA-ON-IGGY §4): the producer-id
+// allocator behind InitProducerId (bridge/22_init_producer_id.go) and the
 // per-(producer, partition) sequence tracker that Produce consults before it
 // writes an idempotent batch.
 //
-// Producer ids come from blocks leased from Iggy (pids_lease.go), unique
+// Producer ids come from blocks leased from Iggy (lease.go), unique
 // across restarts and sidecars. A tracker without a leaser (unit tests)
 // uses pidAllocator: instance id (16 bits, producer.instance_id or a hash
 // of the pod name) in bits 47-62, a 47-bit counter below that starts at the
@@ -31,7 +30,7 @@ package bridge
 //     sidecar, an id another sidecar handed out, or forgotten by the LRU)
 //     is first read back from the partition's tail in Iggy, where every
 //     message of an idempotent batch carries its producer id, epoch and
-//     sequence in its message id (pids_id.go, pids_tail.go); a batch above
+//     sequence in its message id (id.go, tail.go); a batch above
 //     sequence 0 of a producer the tail does not know either answers
 //     UNKNOWN_PRODUCER_ID (59). The read is skipped for sequence 0 of an id
 //     this process handed out. Without a tail reader (unit tests,
@@ -68,6 +67,7 @@ package bridge
 // flight), at most pidMaxPartsPerProducer partitions per producer and
 // pidEntriesPerProducer × max_tracked_producers partition entries overall,
 // each holding pidBatches batches (about 150 bytes).
+package producers
 
 import (
 	"container/list"
@@ -80,6 +80,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 const (
@@ -174,16 +177,16 @@ func producerInstanceID(configured int32) (id int32, source string) {
 	return int32(h.Sum32() & 0xffff), source
 }
 
-// dupResult answers a retried batch: the base offset its first write got
+// DupResult answers a retried batch: the base offset its first write got
 // (-1 when Iggy confirmed that write without an offset).
-type dupResult struct {
+type DupResult struct {
 	BaseOffset int64
 }
 
-// producerState is the idempotence tracker. All methods are safe for
+// State is the idempotence tracker. All methods are safe for
 // concurrent use.
-type producerState struct {
-	ids   *pidLeaser    // producer ids for InitProducerId, leased from Iggy (pids_lease.go)
+type State struct {
+	ids   *pidLeaser    // producer ids for InitProducerId, leased from Iggy (lease.go)
 	alloc *pidAllocator // without ids (unit tests): clock-seeded ids
 
 	maxProducers int
@@ -193,7 +196,7 @@ type producerState struct {
 	waitHook     func()        // tests: called when an admit starts to wait
 
 	// tail reads a producer's state back from the partition's tail in
-	// Iggy (pids_tail.go); nil keeps state in memory only (unit tests).
+	// Iggy (tail.go); nil keeps state in memory only (unit tests).
 	tail pidTailReader
 	log  zerolog.Logger
 
@@ -243,9 +246,40 @@ type pidPending struct {
 	done        chan struct{} // closed when the write finished
 }
 
-// newProducers builds the tracker of a bridge (its leaser of producer ids
-// is set by the Bridge, which owns the Iggy client) and logs its limits.
-func newProducers(cfg ProducerConfig, log zerolog.Logger) *producerState {
+// Config is what the tracker takes of the bridge's producer config (same
+// meanings as bridge.ProducerConfig).
+type Config struct {
+	InstanceID           int32
+	MaxTrackedProducers  int
+	RecoveryTailMessages int
+}
+
+// PollFunc runs one single-consumer poll of a partition (the bridge's
+// read path: its fetch consumer, no auto-commit).
+type PollFunc func(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error)
+
+// Deps is what the tracker needs from the bridge: the Iggy client (to
+// lease producer id blocks), the Kafka topic to Iggy topic mapping and
+// the bridge's poll (to read partition tails back).
+type Deps struct {
+	Client *iggy.Client
+	Ref    func(topic string) iggy.TopicRef
+	Poll   PollFunc
+}
+
+// New builds the tracker of a bridge, leasing producer ids from Iggy
+// through d.Client, and logs its limits.
+func New(cfg Config, d Deps, log zerolog.Logger) *State {
+	t := NewLocal(cfg, log)
+	t.tail = producerTail(cfg.RecoveryTailMessages, d)
+	t.ids = newPIDLeaser(func(ctx context.Context) (int64, error) { return takePIDBlock(ctx, d, log) })
+	return t
+}
+
+// NewLocal builds a tracker without a leaser of producer ids (they come
+// from a clock-seeded allocator of cfg.InstanceID) or a tail reader, and
+// logs its limits; New adds both.
+func NewLocal(cfg Config, log zerolog.Logger) *State {
 	t := newProducerState(cfg.MaxTrackedProducers)
 	id, source := producerInstanceID(cfg.InstanceID)
 	t.alloc = newPIDAllocator(id, nil)
@@ -256,7 +290,13 @@ func newProducers(cfg ProducerConfig, log zerolog.Logger) *producerState {
 	return t
 }
 
-func newProducerState(maxProducers int) *producerState {
+// partKey names a partition of a Kafka topic.
+type partKey struct {
+	topic     string
+	partition int32
+}
+
+func newProducerState(maxProducers int) *State {
 	if maxProducers < 1 {
 		maxProducers = 1
 	}
@@ -264,7 +304,7 @@ func newProducerState(maxProducers int) *producerState {
 	if entries < pidMaxPartsPerProducer {
 		entries = pidMaxPartsPerProducer
 	}
-	return &producerState{
+	return &State{
 		alloc:        newPIDAllocator(0, nil),
 		maxProducers: maxProducers,
 		maxEntries:   entries,
@@ -289,8 +329,8 @@ func inSequence(last, next int32) bool {
 	return next == last+1 || last == math.MaxInt32 && next == 0
 }
 
-// noopDone is the done of an admission that writes nothing.
-func noopDone(int64, bool) {}
+// NoopDone is the done of an admission that writes nothing.
+func NoopDone(int64, bool) {}
 
 // verdict is what the sequence rules say about a batch.
 type verdict uint8
@@ -305,7 +345,7 @@ const (
 	verdictNewAhead                // no state, sequence above 0: maybe overtaken, else new state
 )
 
-// admit checks an idempotent batch of producer pid (epoch epoch, first
+// Admit checks an idempotent batch of producer pid (epoch epoch, first
 // sequence baseSeq, count records) for a partition before it is written.
 // Exactly one of these comes back:
 //
@@ -331,9 +371,9 @@ const (
 // done is never nil and may be called more than once (later calls do
 // nothing). A caller must not call admit for the same producer and
 // partition again before calling done of its earlier admission.
-func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic string, partition int32, baseSeq, count int32) (dup *dupResult, code int16, done func(baseOffset int64, ok bool)) {
+func (t *State) Admit(ctx context.Context, pid int64, epoch int16, topic string, partition int32, baseSeq, count int32) (dup *DupResult, code int16, done func(baseOffset int64, ok bool)) {
 	if pid < 0 || epoch < 0 || baseSeq < 0 || count < 1 {
-		return nil, kerr.InvalidRecord.Code, noopDone
+		return nil, kerr.InvalidRecord.Code, NoopDone
 	}
 	last := lastSeq(baseSeq, count)
 	key := partKey{topic: topic, partition: partition}
@@ -354,7 +394,7 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 		pp := t.partition(p, key)
 		var ch <-chan struct{}
 		var v verdict
-		var dup *dupResult
+		var dup *DupResult
 		gap := false
 		if pe := pp.pending; pe != nil {
 			ch = pe.done
@@ -363,7 +403,7 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 		} else if t.needTail(pp, pid, baseSeq) {
 			if code := t.load(ctx, p, pp, pid, key); code != 0 {
 				t.mu.Unlock()
-				return nil, code, noopDone
+				return nil, code, NoopDone
 			}
 			t.mu.Unlock()
 			continue
@@ -397,7 +437,7 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 					regPP.dropAhead(baseSeq)
 				}
 				t.mu.Unlock()
-				return nil, kerr.NotLeaderForPartition.Code, noopDone
+				return nil, kerr.NotLeaderForPartition.Code, NoopDone
 			}
 			if progress {
 				gapSince = time.Time{} // a gap wait starts over after progress
@@ -408,7 +448,7 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 		case verdictDup:
 			t.evict(p)
 			t.mu.Unlock()
-			return dup, 0, noopDone
+			return dup, 0, NoopDone
 		case verdictFenced, verdictOutOfSeq, verdictAhead:
 			code := kerr.OutOfOrderSequenceNumber.Code
 			if v == verdictFenced {
@@ -416,14 +456,14 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 			}
 			t.evict(p)
 			t.mu.Unlock()
-			return nil, code, noopDone
+			return nil, code, NoopDone
 		case verdictNewAhead:
 			if t.tail != nil {
 				// Iggy's tail does not know the producer either: Kafka's
-				// answer, never a silent new start (pids_tail.go).
+				// answer, never a silent new start (tail.go).
 				t.evict(p)
 				t.mu.Unlock()
-				return nil, kerr.UnknownProducerID.Code, noopDone
+				return nil, kerr.UnknownProducerID.Code, NoopDone
 			}
 			pp.epoch, pp.n = epoch, 0
 		case verdictNewEpoch:
@@ -444,7 +484,7 @@ func (t *producerState) admit(ctx context.Context, pid int64, epoch int16, topic
 
 // wait blocks until ch is closed (progress: true), ctx ends (an error),
 // or, for a gap wait, the gap wait since gapSince passed (false).
-func (t *producerState) wait(ctx context.Context, ch <-chan struct{}, gap bool, gapSince time.Time) (bool, error) {
+func (t *State) wait(ctx context.Context, ch <-chan struct{}, gap bool, gapSince time.Time) (bool, error) {
 	var timeout <-chan time.Time
 	if gap {
 		tm := time.NewTimer(t.gapWait - time.Since(gapSince))
@@ -463,7 +503,7 @@ func (t *producerState) wait(ctx context.Context, ch <-chan struct{}, gap bool, 
 
 // check applies the sequence rules to a batch without changing the state.
 // Caller holds t.mu.
-func (pp *pidPartition) check(epoch int16, first, last int32) (verdict, *dupResult) {
+func (pp *pidPartition) check(epoch int16, first, last int32) (verdict, *DupResult) {
 	switch {
 	case epoch < pp.epoch:
 		return verdictFenced, nil
@@ -481,14 +521,14 @@ func (pp *pidPartition) check(epoch int16, first, last int32) (verdict, *dupResu
 	for i := 0; i < pp.n; i++ {
 		b := &pp.batches[(pp.head-i+pidBatches)%pidBatches]
 		if b.first == first && b.last == last {
-			return verdictDup, &dupResult{BaseOffset: b.base}
+			return verdictDup, &DupResult{BaseOffset: b.base}
 		}
 		if b.run && first >= b.first && last <= b.last && first <= last {
 			base := b.base
 			if base >= 0 {
 				base += int64(first - b.first)
 			}
-			return verdictDup, &dupResult{BaseOffset: base}
+			return verdictDup, &DupResult{BaseOffset: base}
 		}
 	}
 	prev := pp.batches[pp.head].last
@@ -544,7 +584,7 @@ func (pp *pidPartition) notify() {
 }
 
 // finish records the outcome of an admitted batch.
-func (t *producerState) finish(p *pidProducer, pp *pidPartition, pe *pidPending, base int64, ok bool) {
+func (t *State) finish(p *pidProducer, pp *pidPartition, pe *pidPending, base int64, ok bool) {
 	t.mu.Lock()
 	if pp.pending == pe {
 		pp.pending = nil
@@ -568,7 +608,7 @@ func (t *producerState) finish(p *pidProducer, pp *pidPartition, pe *pidPending,
 
 // producer returns pid's state, creating it, and marks it most recently
 // used. Caller holds t.mu.
-func (t *producerState) producer(pid int64) *pidProducer {
+func (t *State) producer(pid int64) *pidProducer {
 	if e, ok := t.byID[pid]; ok {
 		t.lru.MoveToFront(e)
 		return e.Value.(*pidProducer)
@@ -579,7 +619,7 @@ func (t *producerState) producer(pid int64) *pidProducer {
 }
 
 // partition returns p's state for key, creating it. Caller holds t.mu.
-func (t *producerState) partition(p *pidProducer, key partKey) *pidPartition {
+func (t *State) partition(p *pidProducer, key partKey) *pidPartition {
 	t.tick++
 	pp, ok := p.parts[key]
 	if !ok {
@@ -595,7 +635,7 @@ func (t *producerState) partition(p *pidProducer, key partKey) *pidPartition {
 // least recently used end (never cur, never one with a write in flight),
 // and cur's least recently used idle partition while cur alone is over its
 // own limit. Caller holds t.mu.
-func (t *producerState) evict(cur *pidProducer) {
+func (t *State) evict(cur *pidProducer) {
 	for len(cur.parts) > t.maxParts {
 		var victim partKey
 		var oldest uint64 = math.MaxUint64
@@ -624,7 +664,7 @@ func (t *producerState) evict(cur *pidProducer) {
 
 // tracked returns the number of producers and partition entries held (for
 // tests and metrics).
-func (t *producerState) tracked() (producers, entries int) {
+func (t *State) tracked() (producers, entries int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.byID), t.entries
