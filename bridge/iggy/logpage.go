@@ -2,9 +2,14 @@ package iggy
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"math"
 	"sync"
+	"time"
 
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // PollLog reads one page of at most count messages of partition 0 of ref,
@@ -101,4 +106,63 @@ func (f *LogFollower) Sync(ctx context.Context, c *Client, consumer icodec.Consu
 	f.Known = err == nil // not found: deleted under us, looked up again next time
 	mu.Unlock()
 	return err == nil, nil
+}
+
+// Append adds one record to the log: its stream and topic (one partition,
+// created with opts: NeverExpire, or the caller's own encoding of it) are
+// created first unless the follower knows the log exists; a concurrent
+// creation by another sidecar is fine. A send that
+// finds the log gone marks it unknown, so the next Append creates it
+// again. mu is the follower's lock, as for Sync.
+func (f *LogFollower) Append(ctx context.Context, c *Client, ref TopicRef, opts icodec.Options, mu sync.Locker, payload []byte) error {
+	mu.Lock()
+	known := f.Known
+	mu.Unlock()
+	if !known {
+		if err := c.ensureLogTopic(ctx, ref, opts); err != nil {
+			return err
+		}
+		mu.Lock()
+		f.Known = true
+		mu.Unlock()
+	}
+	msgs := c.NewMessages()
+	var d records.Decoder
+	if err := msgs.Add(d.NewID(), uint64(time.Now().UnixMicro()), payload, nil); err != nil {
+		msgs.Release()
+		return err
+	}
+	if _, err := c.Send(ctx, ref, 0, msgs); err != nil {
+		if IsNotFound(err) {
+			mu.Lock()
+			f.Known = false
+			mu.Unlock()
+		}
+		return err
+	}
+	return nil
+}
+
+// NeverExpire is the option set of a topic whose messages never expire
+// (message_expiry u64::MAX), or none where the catalog has no such option.
+func NeverExpire() icodec.Options {
+	if spec, _ := icodec.LookupOption(icodec.TopicOptions, "message_expiry"); spec != nil && spec.Kind == icodec.HeaderKindUint64 {
+		return icodec.Options{{Key: spec.Key, Kind: spec.Kind, Value: binary.LittleEndian.AppendUint64(nil, math.MaxUint64)}}
+	}
+	return nil
+}
+
+// ensureLogTopic creates a sidecar-kept log's stream and topic (one
+// partition, opts) unless the topic exists.
+func (c *Client) ensureLogTopic(ctx context.Context, ref TopicRef, opts icodec.Options) error {
+	if _, err := c.GetTopic(ctx, ref); err == nil {
+		return nil
+	}
+	if _, err := c.EnsureStream(ctx, ref.Stream); err != nil {
+		return err
+	}
+	if _, err := c.CreateTopic(ctx, ref, 1, opts); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+		return err
+	}
+	return nil
 }

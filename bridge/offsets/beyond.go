@@ -47,10 +47,7 @@ package offsets
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +56,6 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // Where the beyond log lives in Iggy.
@@ -110,8 +106,7 @@ type beyondLog struct {
 
 	mu      sync.RWMutex
 	entries map[commitKey]beyondEntry
-	next    uint64 // next log offset to read
-	created bool   // the log topic is known to exist
+	tail    iggy.LogFollower // where the view's read of the log stands
 }
 
 func newBeyondLog(client *iggy.Client, log zerolog.Logger) *beyondLog {
@@ -139,7 +134,7 @@ func (b *beyondLog) sync(ctx context.Context) error {
 		// Looked up again like a missing log: at most once a
 		// beyondAbsentRecheck.
 		b.mu.Lock()
-		b.created = false
+		b.tail.Known = false
 		b.mu.Unlock()
 		b.absentAt = time.Now()
 	}
@@ -149,37 +144,18 @@ func (b *beyondLog) sync(ctx context.Context) error {
 
 func (b *beyondLog) syncLocked(ctx context.Context) error {
 	b.mu.RLock()
-	created := b.created
+	known := b.tail.Known
 	b.mu.RUnlock()
-	if !created {
-		// No poll of a log nobody wrote: a real server logs every poll
-		// of a missing topic.
-		if !b.absentAt.IsZero() && time.Since(b.absentAt) < beyondAbsentRecheck {
-			return nil
-		}
-		if _, err := b.client.GetTopic(ctx, beyondRef); err != nil {
-			if iggy.IsNotFound(err) {
-				b.absentAt = time.Now()
-				return nil
-			}
-			return err
-		}
+	if !known && !b.absentAt.IsZero() && time.Since(b.absentAt) < beyondAbsentRecheck {
+		return nil // no poll, nor a lookup, of a log found missing just now
 	}
-	b.mu.RLock()
-	next := b.next
-	b.mu.RUnlock()
-	_, err := b.client.ReadLog(ctx, beyondConsumer, beyondRef, next, beyondPollCount, func(offset uint64, payload []byte) {
-		b.mu.Lock()
-		b.apply(payload)
-		b.next = offset + 1
-		b.mu.Unlock()
-	})
-	if err != nil && !iggy.IsNotFound(err) {
+	exists, err := b.tail.Sync(ctx, b.client, beyondConsumer, beyondRef, beyondPollCount, &b.mu, b.apply)
+	if err != nil {
 		return err
 	}
-	b.mu.Lock()
-	b.created = err == nil
-	b.mu.Unlock()
+	if !exists {
+		b.absentAt = time.Now()
+	}
 	return nil
 }
 
@@ -243,58 +219,10 @@ func (b *beyondLog) put(ctx context.Context, k commitKey, offset int64) error {
 	if err != nil {
 		return err
 	}
-	if err := b.ensure(ctx); err != nil {
-		return err
-	}
-	msgs := b.client.NewMessages()
-	var d records.Decoder
-	if err := msgs.Add(d.NewID(), uint64(time.Now().UnixMicro()), payload, nil); err != nil {
-		msgs.Release()
-		return err
-	}
-	if _, err := b.client.Send(ctx, beyondRef, 0, msgs); err != nil {
-		if iggy.IsNotFound(err) {
-			b.mu.Lock()
-			b.created = false
-			b.mu.Unlock()
-		}
+	if err := b.tail.Append(ctx, b.client, beyondRef, iggy.NeverExpire(), &b.mu, payload); err != nil {
 		return err
 	}
 	b.syncMu.Lock()
 	defer b.syncMu.Unlock()
 	return b.syncLocked(ctx)
-}
-
-// ensure creates the log's stream and topic unless they are known to
-// exist; a concurrent creation by another sidecar is fine.
-func (b *beyondLog) ensure(ctx context.Context) error {
-	b.mu.RLock()
-	created := b.created
-	b.mu.RUnlock()
-	if created {
-		return nil
-	}
-	if _, err := b.client.GetTopic(ctx, beyondRef); err == nil {
-		b.setCreated()
-		return nil
-	}
-	if _, err := b.client.EnsureStream(ctx, beyondStream); err != nil {
-		return err
-	}
-	var opts icodec.Options
-	if spec, _ := icodec.LookupOption(icodec.TopicOptions, "message_expiry"); spec != nil && spec.Kind == icodec.HeaderKindUint64 {
-		opts = icodec.Options{{Key: spec.Key, Kind: spec.Kind, Value: binary.LittleEndian.AppendUint64(nil, math.MaxUint64)}}
-	}
-	if _, err := b.client.CreateTopic(ctx, beyondRef, 1, opts); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
-		return err
-	}
-	b.setCreated()
-	return nil
-}
-
-// setCreated notes that the log exists.
-func (b *beyondLog) setCreated() {
-	b.mu.Lock()
-	b.created = true
-	b.mu.Unlock()
 }

@@ -27,10 +27,7 @@ package quotas
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"errors"
-	"math"
 	"sync"
 	"time"
 
@@ -38,7 +35,6 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 const (
@@ -223,53 +219,8 @@ func (s *Store) put(ctx context.Context, r record) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ensure(ctx); err != nil {
-		return err
-	}
-	msgs := s.client.NewMessages()
-	var d records.Decoder
-	if err := msgs.Add(d.NewID(), uint64(time.Now().UnixMicro()), payload, nil); err != nil {
-		msgs.Release()
-		return err
-	}
-	if _, err := s.client.Send(ctx, logRef, 0, msgs); err != nil {
-		if iggy.IsNotFound(err) {
-			s.setCreated(false)
-		}
+	if err := s.tail.Append(ctx, s.client, logRef, iggy.NeverExpire(), &s.mu, payload); err != nil {
 		return err
 	}
 	return s.sync(ctx)
-}
-
-// ensure creates the log's stream and topic unless they are known to
-// exist; a concurrent creation by another sidecar is fine.
-func (s *Store) ensure(ctx context.Context) error {
-	s.mu.RLock()
-	created := s.tail.Known
-	s.mu.RUnlock()
-	if created {
-		return nil
-	}
-	if _, err := s.client.GetTopic(ctx, logRef); err == nil {
-		s.setCreated(true)
-		return nil
-	}
-	if _, err := s.client.EnsureStream(ctx, logStream); err != nil {
-		return err
-	}
-	var opts icodec.Options
-	if spec, _ := icodec.LookupOption(icodec.TopicOptions, "message_expiry"); spec != nil && spec.Kind == icodec.HeaderKindUint64 {
-		opts = icodec.Options{{Key: spec.Key, Kind: spec.Kind, Value: binary.LittleEndian.AppendUint64(nil, math.MaxUint64)}}
-	}
-	if _, err := s.client.CreateTopic(ctx, logRef, 1, opts); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
-		return err
-	}
-	s.setCreated(true)
-	return nil
-}
-
-func (s *Store) setCreated(v bool) {
-	s.mu.Lock()
-	s.tail.Known = v
-	s.mu.Unlock()
 }

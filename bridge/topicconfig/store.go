@@ -44,7 +44,6 @@ package topicconfig
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"math"
 	"strconv"
 	"sync"
@@ -53,11 +52,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/kafka-iggy/kafka-iggy/codec/records"
-
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
-	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
 // Where the store lives in Iggy.
@@ -416,61 +412,13 @@ func (s *Store) put(ctx context.Context, r storeRecord) error {
 	if err != nil {
 		return err
 	}
-	if err := s.ensure(ctx); err != nil {
-		return err
-	}
-	msgs := s.client.NewMessages()
-	id := randomID()
-	if err := msgs.Add(id, uint64(time.Now().UnixMicro()), payload, nil); err != nil {
-		msgs.Release()
-		return err
-	}
-	if _, err := s.client.Send(ctx, storeRef, 0, msgs); err != nil {
-		if iggy.IsNotFound(err) {
-			s.mu.Lock()
-			s.tail.Known = false
-			s.mu.Unlock()
-		}
-		return err
-	}
-	return s.sync(ctx)
-}
-
-// ensure creates the store's stream and topic unless they are known to
-// exist; a concurrent creation by another sidecar is fine.
-func (s *Store) ensure(ctx context.Context) error {
-	s.mu.RLock()
-	created := s.tail.Known
-	s.mu.RUnlock()
-	if created {
-		return nil
-	}
-	if _, err := s.client.GetTopic(ctx, storeRef); err == nil {
-		s.mu.Lock()
-		s.tail.Known = true
-		s.mu.Unlock()
-		return nil
-	}
-	if _, err := s.client.EnsureStream(ctx, storeStream); err != nil {
-		return err
-	}
 	expiry, _ := icodec.LookupOption(icodec.TopicOptions, optMessageExpiry)
 	var opts icodec.Options
 	if expiry != nil {
 		opts = icodec.Options{encodeOption(expiry, math.MaxUint64)}
 	}
-	_, err := s.client.CreateTopic(ctx, storeRef, 1, opts)
-	if err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+	if err := s.tail.Append(ctx, s.client, storeRef, opts, &s.mu, payload); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.tail.Known = true
-	s.mu.Unlock()
-	return nil
-}
-
-// randomID is a random UUID v4 message id.
-func randomID() wire.U128 {
-	var d records.Decoder
-	return d.NewID()
+	return s.sync(ctx)
 }
