@@ -70,7 +70,7 @@ func (r *reply) cuts() []bridge.Cut {
 // to their response.
 func (r *reply) release(s *Server) {
 	if r.buf != nil {
-		s.outPool.Put(r.buf)
+		s.putOut(r.buf)
 	}
 	if r.vr != nil {
 		r.vr.Release()
@@ -217,7 +217,7 @@ func (wb *writeBatch) add(rep *reply) {
 // release returns the buffers, the blocks and the batch to their pools.
 func (wb *writeBatch) release() {
 	for i, b := range wb.bufs {
-		wb.s.outPool.Put(b)
+		wb.s.putOut(b)
 		wb.bufs[i] = nil
 	}
 	for i, vr := range wb.vrs {
@@ -252,4 +252,18 @@ func (wb *writeBatch) written(c gnet.Conn, err error) error {
 	cs.mu.Unlock()
 	s.finish(n)
 	return nil
+}
+
+// maxPooledReply is the largest reply buffer kept for reuse: a pool that
+// kept the buffers of a few huge answers (a DescribeConfigs naming one
+// resource 20,000 times encodes 55 MB) would hold memory outside the
+// budget long after their replies were written; the collector takes those.
+const maxPooledReply = 4 << 20
+
+// putOut returns an encoded reply's buffer to the pool, unless it is huge.
+func (s *Server) putOut(b *bytebufferpool.ByteBuffer) {
+	if cap(b.B) > maxPooledReply {
+		return
+	}
+	s.outPool.Put(b)
 }
