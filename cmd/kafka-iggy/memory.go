@@ -13,11 +13,14 @@ import (
 )
 
 // goMemLimit is the Go runtime's soft memory limit for a memory budget of
-// budget bytes: the budget plus 1/8 for the runtime's own use (goroutine
+// budget bytes: the budget plus 1/16 for the runtime's own use (goroutine
 // stacks, gnet's per-connection buffers, caches, garbage not yet
 // collected). With a budget derived from a 256 MiB cgroup limit (192 MiB)
-// that is 216 MiB, leaving the rest before an OOM kill.
-func goMemLimit(budget int64) int64 { return budget + budget/8 }
+// that is 204 MiB, leaving the rest before an OOM kill. An eighth (216
+// MiB) let one huge answer (a DescribeConfigs naming one resource 20,000
+// times: 55 MB encoded, and again in gnet's outbound buffer) peak at
+// 266-281 MiB of RSS; a sixteenth kept it at 235 (the amplify process test).
+func goMemLimit(budget int64) int64 { return budget + budget/16 }
 
 // applyGoMemLimit sets the runtime's memory limit from the budget unless
 // the environment sets GOMEMLIMIT, and returns the limit in force.

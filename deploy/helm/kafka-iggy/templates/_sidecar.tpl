@@ -3,7 +3,7 @@ The kafka-iggy native sidecar: the one definition of the container that the
 chart's Deployment runs and the injector adds to annotated pods (its
 ConfigMap renders this same template), so the two cannot drift. The Go
 runtime's memory limit (GOMEMLIMIT) is left to the sidecar, which derives it
-from its memory budget (3/4 of the container's memory limit, plus 1/8).
+from its memory budget (3/4 of the container's memory limit, plus 1/16).
 */}}
 {{- define "kafka-iggy.sidecarContainer" -}}
 name: kafka-iggy
