@@ -30,8 +30,9 @@ package bridge
 //   - Groups live in the memory of their coordinator: this sidecar alone,
 //     or with peers.address set the sidecar that owns the group's shard
 //     (bridge/cluster forwards the call with the metadata read here; same
-//     behaviour). When a shard moves its groups start again at the new
-//     owner: members get UNKNOWN_MEMBER_ID and join again. A Bridge built
+//     behaviour). There the owner persists each group's state in Iggy and
+//     the next owner restores it (bridge/cluster/cstore.go): members keep
+//     their epochs and partitions through a move. A Bridge built
 //     with Options.Groups but without Options.ConsumerGroups answers
 //     UNSUPPORTED_VERSION, so no sidecar assigns on its own.
 //

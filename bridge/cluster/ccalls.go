@@ -5,9 +5,9 @@ package cluster
 // shard like a classic one. consumerRouter is the cgroups.Service the
 // bridge calls (Router.WrapConsumer); each call is one entry of the table
 // (peercall.go) served by the local cgroups coordinator at the owner. The
-// groups' state is in the owner's memory: when a shard moves, its
-// consumer-protocol groups are dropped and their members, unknown at the
-// new owner, join again (epoch 0).
+// owner persists each group's state in Iggy around every call (cstore.go),
+// so when a shard moves the new owner goes on from it: members keep their
+// epochs and partitions.
 
 import (
 	"context"

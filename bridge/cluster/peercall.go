@@ -101,6 +101,15 @@ func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
 			return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
 		}
 	}
+	if c.clocal != nil && c.group != nil {
+		if g := c.group(p); g != "" {
+			res, ok := cserve(ctx, r, g, k, func() R { return c.clocal(ctx, r.clocal, p) })
+			if !ok {
+				return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
+			}
+			return res
+		}
+	}
 	return c.callLocal(ctx, r, p)
 }
 
