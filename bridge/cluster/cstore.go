@@ -7,7 +7,7 @@ package cluster
 // group's shard partition, one snapshot per change of the group
 // (cgroups.Coordinator.Snapshot: epochs, target assignment, subscriptions,
 // every member's owned and revoking partitions) and the kind-1 consumer
-// offset kafka.cg.<group> points at the newest. The owner:
+// offset kafka.cgs.<group> points at the newest. The owner:
 //
 //   - before it serves a call for a group it has not seen since the shard
 //     became ACTIVE here, reads the pointed snapshot and restores it (a
@@ -134,7 +134,7 @@ func cserve[R any](ctx context.Context, r *Router, group string, k int, f func()
 // cgConsumer is the kind-1 consumer whose offset points at a consumer
 // group's newest snapshot.
 func cgConsumer(group string) icodec.Consumer {
-	return pointerConsumer("kafka.cg.", group)
+	return pointerConsumer("kafka.cgs.", group)
 }
 
 // loadCGroup reads a consumer group's newest snapshot; found is false when

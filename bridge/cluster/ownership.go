@@ -30,7 +30,7 @@ package cluster
 //
 // Consumer-protocol (KIP-848) groups are persisted the same way in topic
 // cgroups.<domain> (cstore.go): a snapshot of the group's state per change
-// and a kind-1 consumer offset kafka.cg.<group> pointing at the newest, read
+// and a kind-1 consumer offset kafka.cgs.<group> pointing at the newest, read
 // by the next owner when it first serves the group.
 
 import (
