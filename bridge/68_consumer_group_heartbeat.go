@@ -168,7 +168,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 // heldByClassicGroup reports whether a classic group with members holds
 // the group id (and no consumer-protocol group does).
 func (b *Bridge) heldByClassicGroup(ctx context.Context, group string) bool {
-	if _, cg, _ := b.cgroups.Describe(ctx, group); cg {
+	if b.cgroups.Holds(ctx, group) {
 		return false
 	}
 	d, found, _ := b.groups.Describe(ctx, group)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -211,6 +212,9 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 	if owner < 0 {
 		t.Fatal("no sidecar logs ownership of the group's shard")
 	}
+	for i, p := range ps {
+		cgConflicts(ctx, t, p.kafka, group, fmt.Sprintf("sidecar %d (owner %d)", i, owner))
+	}
 	survivor := (owner + 1) % 3
 	survAdm, err := kgo.NewClient(kgo.SeedBrokers(ps[survivor].kafka))
 	if err != nil {
@@ -284,6 +288,12 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 		t.Error("no survivor logged restoring the group")
 	}
 
+	for i, p := range ps {
+		if p != nil {
+			cgConflicts(ctx, t, p.kafka, group, fmt.Sprintf("sidecar %d after the move", i))
+		}
+	}
+
 	const second = 600
 	produceValues(t, ps[survivor].kafka, topic, first, second)
 	waitFor(t, 60*time.Second, "records produced after the kill consumed", func() error {
@@ -314,5 +324,47 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 	sort.Strings(back)
 	if len(back) > 0 {
 		t.Fatalf("committed offsets went backwards: %v", back)
+	}
+}
+
+// cgConflicts checks through seed that the classic APIs see the live
+// consumer-protocol group as Kafka answers them (each answered by the
+// group's owner within the classic call across sidecars): DescribeGroups
+// GROUP_ID_NOT_FOUND ("not a classic group", state Dead), a classic
+// JoinGroup INCONSISTENT_GROUP_PROTOCOL, DeleteGroups NON_EMPTY_GROUP, an
+// OffsetCommit of an unknown member UNKNOWN_MEMBER_ID.
+func cgConflicts(ctx context.Context, t *testing.T, seed, group, via string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.RetryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{group}
+	if r, err := dg.RequestWith(ctx, cl); err != nil || r.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code || r.Groups[0].State != "Dead" {
+		t.Errorf("%s: DescribeGroups of the consumer-protocol group: %+v %v", via, r, err)
+	}
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = group, "consumer", 10000, 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	if r, err := jg.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("%s: classic JoinGroup of the consumer-protocol group: %+v %v", via, r, err)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{group}
+	if r, err := del.RequestWith(ctx, cl); err != nil || r.Groups[0].ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Errorf("%s: DeleteGroups of the consumer-protocol group: %+v %v", via, r, err)
+	}
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version = 9
+	oc.Group, oc.MemberID, oc.Generation = group, "nobody", 1
+	ot := kmsg.NewOffsetCommitRequestTopic()
+	ot.Topic = "cg-kill"
+	op := kmsg.NewOffsetCommitRequestTopicPartition()
+	ot.Partitions = append(ot.Partitions, op)
+	oc.Topics = append(oc.Topics, ot)
+	if r, err := oc.RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != kerr.UnknownMemberID.Code {
+		t.Errorf("%s: OffsetCommit of an unknown member: %+v %v", via, r, err)
 	}
 }
