@@ -68,7 +68,7 @@ func init() { registerAPI((*Bridge).joinGroupAPI) }
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if b.cgroups.Release(ctx, req.Group) { // a consumer-protocol group with members has the id
+	if busy, _ := b.cgroups.Release(ctx, req.Group); busy { // a consumer-protocol group with members has the id
 		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
 		return resp, nil
 	}

@@ -214,4 +214,16 @@ func TestConsumerProtocolRegexResolution(t *testing.T) {
 	if r.Assignment == nil || assigned(r)[topicIDOf(t, s, "re-b")] != 3 {
 		t.Fatalf("the topic created after the join is not assigned at the next heartbeat: %+v", r.Assignment)
 	}
+
+	// Emptied (the member leaves) and never committed: DeleteGroups deletes
+	// it as Kafka does (0), and a second delete finds nothing.
+	beat(-1, nil)
+	for i, want := range []int16{0, kerr.GroupIDNotFound.Code} {
+		dr := kmsg.NewPtrDeleteGroupsRequest()
+		dr.Groups = []string{"re"}
+		resp, err := dr.RequestWith(ctx, cl)
+		if err != nil || resp.Groups[0].ErrorCode != want {
+			t.Fatalf("delete %d of the emptied group: %+v %v, want code %d", i+1, resp, err, want)
+		}
+	}
 }

@@ -30,7 +30,7 @@ type Service interface {
 	// Release gives the group id up for a classic join or a delete (see
 	// Coordinator.Release). Across sidecars it is false at once: the owner
 	// applies it within the JoinGroup or DeleteGroups it serves.
-	Release(ctx context.Context, group string) (busy bool)
+	Release(ctx context.Context, group string) (busy, dropped bool)
 	// Holds reports whether a consumer-protocol group holds the id, as
 	// DescribeGroups and a consumer-protocol join of a classic group check
 	// it. Across sidecars it is false at once: the owner answers
@@ -70,7 +70,7 @@ func (l Local) ValidateFetch(_ context.Context, group string, memberID *string, 
 }
 
 // Release implements Service.
-func (l Local) Release(_ context.Context, group string) bool { return l.C.Release(group) }
+func (l Local) Release(_ context.Context, group string) (bool, bool) { return l.C.Release(group) }
 
 // Holds implements Service.
 func (l Local) Holds(_ context.Context, group string) bool { return l.C.Has(group) }

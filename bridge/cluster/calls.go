@@ -22,7 +22,7 @@ var joinCall = register(&call[groups.JoinParams, groups.JoinResult]{
 	params: joinParams, answer: joinResult,
 	code: func(a *groups.JoinResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.JoinParams) (groups.JoinResult, bool) {
-		switch busy, ok := releasePre(ctx, r, k, p.Group); {
+		switch busy, _, ok := releasePre(ctx, r, k, p.Group); {
 		case !ok:
 			return groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1}, true
 		case busy: // a consumer-protocol group with members has the id
@@ -149,11 +149,16 @@ var deleteCall = register(&call[groupReq, deleteAnswer]{
 	params: groupReqBody, answer: deleteBody,
 	code: func(a *deleteAnswer) int16 { return a.code },
 	pre: func(ctx context.Context, r *Router, k int, p *groupReq) (deleteAnswer, bool) {
-		switch busy, ok := releasePre(ctx, r, k, p.group); {
+		switch busy, dropped, ok := releasePre(ctx, r, k, p.group); {
 		case !ok:
 			return deleteAnswer{kerr.CoordinatorLoadInProgress.Code, "the group's coordinator is loading it"}, true
 		case busy: // a consumer-protocol group with members
 			return deleteAnswer{kerr.NonEmptyGroup.Code, "The group is not empty."}, true
+		case dropped: // the emptied consumer-protocol group was the group: its offsets go too
+			if code, msg := r.local.Delete(ctx, p.group); code != kerr.GroupIDNotFound.Code {
+				return deleteAnswer{code, msg}, true
+			}
+			return deleteAnswer{}, true
 		}
 		return deleteAnswer{}, false
 	},

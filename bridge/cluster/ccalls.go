@@ -156,7 +156,7 @@ func (cr consumerRouter) ValidateFetch(ctx context.Context, group string, member
 
 // Release implements cgroups.Service: false, the owner releases the id
 // within the JoinGroup or DeleteGroups call (releasePre).
-func (consumerRouter) Release(context.Context, string) bool { return false }
+func (consumerRouter) Release(context.Context, string) (bool, bool) { return false, false }
 
 // Holds implements cgroups.Service: false, the owner's DescribeGroups
 // answers GROUP_ID_NOT_FOUND for a consumer-protocol group (holdsPre).
@@ -164,12 +164,18 @@ func (consumerRouter) Holds(context.Context, string) bool { return false }
 
 // releasePre is the owner's consumer-protocol check of a classic JoinGroup
 // or DeleteGroups: busy when a consumer-protocol group with members holds
-// the id (an empty one is dropped, and its tombstone persisted).
-func releasePre(ctx context.Context, r *Router, k int, group string) (busy, ok bool) {
+// the id; dropped when an empty one held it (dropped here, its tombstone
+// persisted).
+func releasePre(ctx context.Context, r *Router, k int, group string) (busy, dropped, ok bool) {
 	if r.clocal == nil {
-		return false, true
+		return false, false, true
 	}
-	return cserve(ctx, r, group, k, func() bool { return r.clocal.Release(group) })
+	type rel struct{ busy, dropped bool }
+	res, ok := cserve(ctx, r, group, k, func() rel {
+		b, d := r.clocal.Release(group)
+		return rel{b, d}
+	})
+	return res.busy, res.dropped, ok
 }
 
 // holdsPre reports at the owner whether a consumer-protocol group holds the

@@ -325,6 +325,28 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 	if len(back) > 0 {
 		t.Fatalf("committed offsets went backwards: %v", back)
 	}
+
+	// The members leave; DeleteGroups through a sidecar that does not own
+	// the group deletes the emptied group and its committed offsets.
+	for i, m := range members {
+		if m != nil {
+			m.stop()
+			members[i] = nil
+		}
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{group}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ps[survivor].kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if r, err := del.RequestWith(ctx, cl); err != nil || r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups of the emptied consumer-protocol group: %+v %v", r, err)
+	}
+	if left := committedOffsets(t, kadm.NewClient(survAdm), group); len(left) != 0 {
+		t.Fatalf("committed offsets left after DeleteGroups: %v", left)
+	}
 }
 
 // cgConflicts checks through seed that the classic APIs see the live
