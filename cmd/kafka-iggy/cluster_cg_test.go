@@ -138,6 +138,20 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sidecar processes")
 	}
+	testConsumerProtocolOwnerGone(t, syscall.SIGKILL)
+}
+
+// TestConsumerProtocolOwnerStopped is the same with SIGTERM (a rolling
+// restart of the owner's pod: it releases its shards, the next owner
+// restores the group at once).
+func TestConsumerProtocolOwnerStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	testConsumerProtocolOwnerGone(t, syscall.SIGTERM)
+}
+
+func testConsumerProtocolOwnerGone(t *testing.T, sig syscall.Signal) {
 	iggyAddr := freeAddr(t)
 	startIggyProc(t, iggyAddr, t.TempDir())
 	ps := make([]*sidecarProc, 3)
@@ -232,9 +246,9 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 		m.mu.Unlock()
 		kept[i] = m.snapshot()
 	}
-	t.Logf("killing sidecar %d (owner of the group's shard); the survivors own %v", owner, kept)
+	t.Logf("sidecar %d (owner of the group's shard) %v; the survivors own %v", owner, sig, kept)
 	killed := time.Now()
-	if err := ps[owner].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := ps[owner].cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	ps[owner] = nil
@@ -261,7 +275,7 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("owner SIGKILL -> the two survivors own all %d partitions after %v", partitions, recovered)
+	t.Logf("owner %v -> the two survivors own all %d partitions after %v", sig, partitions, recovered)
 	for i, m := range members {
 		if m == nil {
 			continue
@@ -302,7 +316,7 @@ func TestConsumerProtocolOwnerKilled(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("owner SIGKILL -> records produced after it consumed %v after the kill", time.Since(killed))
+	t.Logf("owner %v -> records produced after it consumed %v after the signal", sig, time.Since(killed))
 	var after map[int32]int64
 	waitFor(t, 30*time.Second, "commits after the move", func() error {
 		after = committedOffsets(t, kadm.NewClient(survAdm), group)
