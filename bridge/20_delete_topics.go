@@ -146,6 +146,7 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 	id := topicID(info)
 	err = b.iggy.Do(ctx, &icodec.DeleteTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID()}, nil)
 	b.iggy.InvalidateTopic(ref)
+	b.cgMeta.Invalidate()
 	for p := uint32(0); p < info.PartitionsCount; p++ {
 		b.notify.wake(name, int32(p))
 	}

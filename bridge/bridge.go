@@ -85,8 +85,9 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   groups.Service  // consumer groups (bridge/groups, or the cluster router)
-	cgroups  cgroups.Service // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
+	groups   groups.Service        // consumer groups (bridge/groups, or the cluster router)
+	cgroups  cgroups.Service       // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
+	cgMeta   cgroups.MetadataCache // the topics their heartbeats assign from (dropped by a topic change here)
 	// cgroupsServed: consumer-protocol groups are served: by this sidecar
 	// alone, or across sidecars by their owners (Options.ConsumerGroups);
 	// never by each sidecar of a domain on its own.
