@@ -108,7 +108,7 @@ func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResp
 // createTopic checks and creates one topic.
 func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, validateOnly bool, cc *collisionCheck) kmsg.CreateTopicsResponseTopic {
 	name := rt.Topic
-	if msg := topicNameProblem(name); msg != "" {
+	if msg := topicconfig.NameProblem(name); msg != "" {
 		return createTopicError(name, kerr.InvalidTopicException.Code, msg)
 	}
 	iggyFail := func(err error) kmsg.CreateTopicsResponseTopic {
@@ -210,7 +210,7 @@ func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *topicc
 				return 0, &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)}
 			}
 			seen[a.Partition] = true
-			if e := checkReplicas(a.Replicas, self); e != nil {
+			if e := topicconfig.CheckReplicas(a.Replicas, self); e != nil {
 				return 0, e
 			}
 		}

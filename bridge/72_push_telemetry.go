@@ -56,6 +56,7 @@ func (b *Bridge) handlePushTelemetry(ctx context.Context, rq *Request) (kmsg.Res
 	if rq.ClientID != nil {
 		p.ClientID = *rq.ClientID
 	}
+	p.Remote = rq.Remote
 	resp.ErrorCode = b.telem.Push(ctx, p)
 	return resp, nil
 }

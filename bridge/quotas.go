@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
@@ -22,17 +20,4 @@ func (b *Bridge) quotaThrottle(ctx context.Context, rq *Request, kind quotas.Kin
 	}
 	d := b.quotas.Record(ctx, kind, quotas.Anonymous, clientID, n, time.Now())
 	return int32(min(d.Milliseconds(), 1<<31-1))
-}
-
-// produceBytes is what a Produce counts against producer_byte_rate: its
-// record batches (Kafka counts the whole request; the rest is a few dozen
-// bytes per partition).
-func produceBytes(req *kmsg.ProduceRequest) int {
-	n := 0
-	for i := range req.Topics {
-		for j := range req.Topics[i].Partitions {
-			n += len(req.Topics[i].Partitions[j].Records)
-		}
-	}
-	return n
 }
