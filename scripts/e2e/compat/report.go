@@ -21,6 +21,7 @@ var columns = []struct{ key, title, what string }{
 	{"admin", "admin API", "create (3 partitions, retention.ms), create again (TOPIC_ALREADY_EXISTS), describe, describe configs, alter, describe configs, delete, describe (UNKNOWN_TOPIC_OR_PARTITION)"},
 	{"perf", "perf tools", "kafka-producer-perf-test and kafka-consumer-perf-test, 20,000 records of 100 bytes"},
 	{"admin-tools", "admin tools", "kafka-topics, kafka-configs and kafka-consumer-groups: create/describe/alter/delete, config alter/describe, group list/describe (offsets and lag)"},
+	{"cluster-tools", "cluster tools", "kafka-log-dirs --describe (partition sizes), kafka-configs --entity-type clients (quota alter/describe/delete), kafka-reassign-partitions --list, kafka-leader-election (preferred: already elected) and kafka-client-metrics (alter/list/describe/delete), each exiting 0 without a stack trace and printing what it prints on Kafka"},
 	{"across", "one group across 3 sidecars", "TestGroupAcrossSidecars: three sidecars (peer link on) on one embedded Iggy server, one group whose members are franz-go, sarama, the Java console consumer, confluent-kafka-python and kcat -G, each on its own sidecar: every partition assigned once, DescribeGroups agrees through each sidecar, every record consumed, kafka-consumer-groups --list/--describe through every sidecar; sidecar only (a Kafka cluster or kfake has one coordinator per group by design: —)"},
 }
 
@@ -125,7 +126,7 @@ func (r *report) build(events []testEvent) {
 					if acrossClients[c.name] || c.name == "java-"+r.KafkaVersion {
 						prefixes = []string{"TestGroupAcrossSidecars"}
 					}
-				case col.key == "perf" || col.key == "admin-tools":
+				case col.key == "perf" || col.key == "admin-tools" || col.key == "cluster-tools":
 					if strings.HasPrefix(c.name, "java-") {
 						prefixes = []string{fmt.Sprintf("TestJavaTools/%s/%s/%s", c.name, tg, col.key)}
 					}
