@@ -71,7 +71,7 @@ var kafkaAPIs = []kafkaAPI{
 	{46, "ListPartitionReassignments", "v0", "served v0", "never a reassignment in progress: an empty list"},
 	{47, "OffsetDelete", "v0", "served v0", ""},
 	{48, "DescribeClientQuotas", "v0-v1", "served v0-v1", "user and client-id quotas kept in Iggy (__kafka_iggy/client_quotas), Kafka's filter matching and validation"},
-	{49, "AlterClientQuotas", "v0-v1", "served v0-v1", "user and client-id quotas kept in Iggy; producer_byte_rate and consumer_byte_rate enforced per sidecar with Kafka's throttle (request_percentage kept, not enforced); ip quotas (connection_creation_rate) refused with UNSUPPORTED_VERSION"},
+	{49, "AlterClientQuotas", "v0-v1", "served v0-v1", "user and client-id quotas kept in Iggy; producer_byte_rate, consumer_byte_rate, request_percentage (handler time) and controller_mutation_rate (CreateTopics, DeleteTopics) enforced per sidecar with Kafka's throttle; ip quotas (connection_creation_rate) refused with UNSUPPORTED_VERSION"},
 	{50, "DescribeUserSCRAMCredentials", "v0", "not advertised", issue(27, "SCRAM credentials")},
 	{51, "AlterUserSCRAMCredentials", "v0", "not advertised", issue(27, "SCRAM credentials")},
 	{55, "DescribeQuorum", "v0-v2", "not advertised", "the KRaft controller quorum: the sidecar has none (Iggy's cluster is described by DescribeCluster)"},
