@@ -13,9 +13,9 @@ package bridge
 //     combined as Kafka combines them (the union of their metric prefixes,
 //     "*" asking for every metric; the smallest interval; none matched:
 //     no metric, every 5 minutes), matched on client_instance_id,
-//     client_id and the client's source address and port (the software
-//     name and version are not known here: they match only a pattern the
-//     empty string matches); with none stored, the configured one
+//     client_id, the software name and version of the connection's
+//     ApiVersions and the client's source address and port; with none
+//     stored, the configured one
 //     (telemetry.metrics, telemetry.push_interval). Then the payload limit
 //     telemetry.max_bytes and Kafka's compression types (zstd, lz4, gzip,
 //     snappy). The subscription id is computed as Kafka computes it (a
@@ -55,6 +55,9 @@ func (b *Bridge) handleGetTelemetrySubscriptions(ctx context.Context, rq *Reques
 	c := telemetry.Client{Remote: rq.Remote}
 	if rq.ClientID != nil {
 		c.ClientID = *rq.ClientID
+	}
+	if rq.Software != nil {
+		c.Software = *rq.Software
 	}
 	sub := b.telem.SubscribeClient(ctx, req.ClientInstanceID, c)
 	cfg := b.telem.Config()

@@ -43,6 +43,7 @@ func TestClientMetricsSubscriptionsAcrossSidecars(t *testing.T) {
 	alter("producers", "metrics", "org.apache.kafka.producer.", "interval.ms", "60000", "match", "client_id=app-.*")
 	alter("everyone", "metrics", "org.apache.kafka.consumer.fetch", "interval.ms", "30000")
 	alter("others", "metrics", "*", "interval.ms", "1000", "match", "client_id=other")
+	alter("kgo-clients", "metrics", "x.kgo.", "interval.ms", "30000", "match", "client_software_name=kgo") // ApiVersions v3+
 
 	list, err := kmsg.NewPtrListConfigResourcesRequest().RequestWith(ctx, b.kgoClient(t))
 	if err != nil {
@@ -54,7 +55,7 @@ func TestClientMetricsSubscriptionsAcrossSidecars(t *testing.T) {
 			subs = append(subs, r.Name)
 		}
 	}
-	if strings.Join(subs, ",") != "everyone,others,producers" {
+	if strings.Join(subs, ",") != "everyone,kgo-clients,others,producers" {
 		t.Errorf("the other sidecar lists subscriptions %v", subs)
 	}
 
@@ -63,14 +64,14 @@ func TestClientMetricsSubscriptionsAcrossSidecars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(sub.RequestedMetrics, ","); got != "org.apache.kafka.consumer.fetch,org.apache.kafka.producer." || sub.PushIntervalMillis != 30000 {
-		t.Errorf("app-1 is asked for %q every %d ms, want the two matching subscriptions' metrics every 30000 ms", got, sub.PushIntervalMillis)
+	if got := strings.Join(sub.RequestedMetrics, ","); got != "org.apache.kafka.consumer.fetch,x.kgo.,org.apache.kafka.producer." || sub.PushIntervalMillis != 30000 {
+		t.Errorf("app-1 is asked for %q every %d ms, want the three matching subscriptions' metrics every 30000 ms", got, sub.PushIntervalMillis)
 	}
 	other, err := kmsg.NewPtrGetTelemetrySubscriptionsRequest().RequestWith(ctx, b.kgoClient(t, kgo.ClientID("other")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(other.RequestedMetrics, ","); got != "org.apache.kafka.consumer.fetch," || other.PushIntervalMillis != 1000 {
+	if got := strings.Join(other.RequestedMetrics, ","); got != "org.apache.kafka.consumer.fetch,x.kgo.," || other.PushIntervalMillis != 1000 {
 		t.Errorf("other is asked for %q every %d ms, want every metric (\"\") every 1000 ms", got, other.PushIntervalMillis)
 	}
 

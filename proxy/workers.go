@@ -92,6 +92,10 @@ func (s *Server) serveOne(j *job) {
 		cs.complete(seq, reply{})
 		return
 	}
+	if av, ok := rq.Msg.(*kmsg.ApiVersionsRequest); ok && rq.Version >= 3 {
+		cs.software.Store(&[2]string{av.ClientSoftwareName, av.ClientSoftwareVersion})
+	}
+	rq.Software = cs.software.Load()
 	resp, err := s.dispatch(cs, rq)
 	if err == nil && resp != nil {
 		cs.muteFor(resp) // client-quota throttle, before the reply goes out

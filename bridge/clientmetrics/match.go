@@ -126,8 +126,8 @@ func (s *Store) parsed() []subscription {
 // TelemetrySource is the telemetry service's view of the subscriptions
 // (its Source): the metrics and interval of those a client matches; ok
 // false when none is stored. Kafka's "*" asks for every metric ("").
-func (s *Store) TelemetrySource(ctx context.Context, instanceID, clientID, remote string) ([]string, time.Duration, bool) {
-	c := Client{InstanceID: instanceID, ClientID: clientID}
+func (s *Store) TelemetrySource(ctx context.Context, instanceID, clientID, software, version, remote string) ([]string, time.Duration, bool) {
+	c := Client{InstanceID: instanceID, ClientID: clientID, SoftwareName: software, SoftwareVersion: version}
 	if host, port, err := net.SplitHostPort(remote); err == nil {
 		c.SourceAddress, c.SourcePort = host, port
 	}

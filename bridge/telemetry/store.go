@@ -70,13 +70,16 @@ type Client struct {
 	InstanceID string // the UUID's string form
 	ClientID   string // the request header's client id
 	Remote     string // the client's address, "ip:port"
+	// Software is the client software name and version (ApiVersions v3+).
+	Software [2]string
 }
 
 // Source returns the metric prefixes and push interval the stored client
-// metrics subscriptions ask of a client (its instance id, client id and
-// address); ok is false when none is stored, and the configured
-// subscription (telemetry.metrics, push_interval) applies.
-type Source func(ctx context.Context, instanceID, clientID, remote string) (metrics []string, interval time.Duration, ok bool)
+// metrics subscriptions ask of a client (its instance id, client id,
+// software name and version, and address); ok is false when none is
+// stored, and the configured subscription (telemetry.metrics,
+// push_interval) applies.
+type Source func(ctx context.Context, instanceID, clientID, software, version, remote string) (metrics []string, interval time.Duration, ok bool)
 
 // plan is one subscription a client is given.
 type plan struct {
@@ -103,7 +106,7 @@ func (s *Store) planFor(ctx context.Context, c Client) *plan {
 	if s.source == nil {
 		return s.def
 	}
-	m, iv, ok := s.source(ctx, c.InstanceID, c.ClientID, c.Remote)
+	m, iv, ok := s.source(ctx, c.InstanceID, c.ClientID, c.Software[0], c.Software[1], c.Remote)
 	if !ok {
 		return s.def
 	}
@@ -243,8 +246,9 @@ type Push struct {
 	CompressionType  int8
 	Metrics          []byte
 	// ClientID is the request header's client id ("" when null); Remote
-	// the client's address.
+	// the client's address; Software its software name and version.
 	ClientID, Remote string
+	Software         [2]string
 }
 
 // Push checks and stores a push, returning its Kafka error code (0:
@@ -262,7 +266,7 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	if p.ClientInstanceID == ([16]byte{}) {
 		return kerr.InvalidRequest.Code
 	}
-	pl := s.planFor(ctx, Client{InstanceID: uuidString(p.ClientInstanceID), ClientID: p.ClientID, Remote: p.Remote})
+	pl := s.planFor(ctx, Client{InstanceID: uuidString(p.ClientInstanceID), ClientID: p.ClientID, Remote: p.Remote, Software: p.Software})
 	now := s.now()
 	s.mu.Lock()
 	in := s.instances[p.ClientInstanceID]
