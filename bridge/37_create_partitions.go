@@ -102,7 +102,7 @@ func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitions
 		}
 		self := b.self().NodeID
 		for _, a := range rt.Assignment {
-			if e := checkReplicas(a.Replicas, self); e != nil {
+			if e := topicconfig.CheckReplicas(a.Replicas, self); e != nil {
 				return e.Code, e.Msg
 			}
 		}

@@ -22,6 +22,7 @@ var columns = []struct{ key, title, what string }{
 	{"admin", "admin API", "create (3 partitions, retention.ms), create again (TOPIC_ALREADY_EXISTS), describe, describe configs, alter, describe configs, delete, describe (UNKNOWN_TOPIC_OR_PARTITION)"},
 	{"perf", "perf tools", "kafka-producer-perf-test and kafka-consumer-perf-test, 20,000 records of 100 bytes"},
 	{"admin-tools", "admin tools", "kafka-topics, kafka-configs and kafka-consumer-groups: create/describe/alter/delete, config alter/describe, group list/describe (offsets and lag)"},
+	{"cluster-tools", "cluster tools", "kafka-log-dirs --describe (partition sizes), kafka-configs --entity-type clients (quota alter/describe/delete), kafka-reassign-partitions --list, kafka-leader-election (preferred: already elected) and kafka-client-metrics (alter/list/describe/delete), each exiting 0 without a stack trace and printing what it prints on Kafka"},
 	{"across", "one group across 3 sidecars", "TestGroupAcrossSidecars: three sidecars (peer link on) on one embedded Iggy server, one group whose members are franz-go, sarama, the Java console consumer, confluent-kafka-python and kcat -G, each on its own sidecar: every partition assigned once, DescribeGroups agrees through each sidecar, every record consumed, kafka-consumer-groups --list/--describe through every sidecar; sidecar only (a Kafka cluster or kfake has one coordinator per group by design: —)"},
 }
 
@@ -136,7 +137,7 @@ func (r *report) build(events []testEvent) {
 						rw.Cells[col.key][tg] = cell{Status: "not run", Detail: "not covered: the consumer-protocol scenario runs with kafka-clients " + r.KafkaVersion + " and confluent-kafka-python (sarama, kafka-go, kafka-python and kcat's librdkafka 2.0.2 have no group.protocol=consumer; franz-go's ServerSideBalancer is covered by the sidecar's own tests)"}
 						continue
 					}
-				case col.key == "perf" || col.key == "admin-tools":
+				case col.key == "perf" || col.key == "admin-tools" || col.key == "cluster-tools":
 					if strings.HasPrefix(c.name, "java-") {
 						prefixes = []string{fmt.Sprintf("TestJavaTools/%s/%s/%s", c.name, tg, col.key)}
 					}
