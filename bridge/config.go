@@ -187,6 +187,15 @@ func (c Config) Validate() error {
 	if c.Groups.MinSessionTimeout <= 0 || c.Groups.MaxSessionTimeout < c.Groups.MinSessionTimeout {
 		bad("groups.min_session_timeout", "must be positive and not above groups.max_session_timeout")
 	}
+	if c.Groups.MaxRebalanceTimeout <= 0 {
+		bad("groups.max_rebalance_timeout", "must be positive")
+	}
+	if c.Groups.MaxPendingMembers < 1 {
+		bad("groups.max_pending_members", "must be at least 1, got %d", c.Groups.MaxPendingMembers)
+	}
+	if c.Groups.EmptyRetention <= 0 {
+		bad("groups.empty_retention", "must be positive")
+	}
 	switch c.Offsets.Mode {
 	case "auto", "external-group", "consumer":
 	default:

@@ -15,6 +15,9 @@ const (
 	DefaultHandshakeTimeout = 3 * time.Second
 	DefaultCallTimeout      = 10 * time.Second
 	DefaultMaxFrameBytes    = 8 << 20
+	DefaultMaxConnections   = 256
+	DefaultMaxInflightCalls = 500
+	DefaultIdleTimeout      = 10 * time.Minute
 	DefaultDomain           = "default"
 	DefaultStream           = "__kafka_iggy"
 	DefaultShards           = 8
@@ -58,6 +61,23 @@ type PeersConfig struct {
 	// MaxFrameBytes caps one peer frame (a JoinGroup answer carries every
 	// member's metadata), 4096..67108864 bytes. Default 8388608 (8 MiB).
 	MaxFrameBytes int `koanf:"max_frame_bytes"`
+	// MaxConnections caps the peer connections open at once, 1..65535;
+	// more are closed at once (logged with close_reason
+	// too_many_connections). Each sidecar of the domain keeps one
+	// connection to each owner it forwards to. Default 256.
+	MaxConnections int `koanf:"max_connections"`
+	// MaxInflightCalls caps the calls of one peer connection served at
+	// once (Kafka's queued.max.requests), 1..100000: past it the
+	// connection is not read until one ends, so a peer cannot start a
+	// goroutine per frame without limit. Parked JoinGroup and SyncGroup
+	// calls count. Default 500.
+	MaxInflightCalls int `koanf:"max_inflight_calls"`
+	// IdleTimeout closes an authenticated peer connection that has had no
+	// frame and no call in flight for it (Kafka's
+	// connections.max.idle.ms); the forwarding sidecar dials again on its
+	// next call. A connection that has not authenticated is closed after
+	// peers.handshake_timeout. Default 10m.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 }
 
 // CoordinationConfig places a sidecar in a coordination domain (keys
@@ -94,6 +114,9 @@ func DefaultPeersConfig() PeersConfig {
 		HandshakeTimeout: DefaultHandshakeTimeout,
 		CallTimeout:      DefaultCallTimeout,
 		MaxFrameBytes:    DefaultMaxFrameBytes,
+		MaxConnections:   DefaultMaxConnections,
+		MaxInflightCalls: DefaultMaxInflightCalls,
+		IdleTimeout:      DefaultIdleTimeout,
 	}
 }
 
@@ -200,6 +223,15 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	}
 	if p.MaxFrameBytes < handshakeMaxFrame || p.MaxFrameBytes > 64<<20 {
 		bad("peers.max_frame_bytes", "must be %d..%d, got %d", handshakeMaxFrame, 64<<20, p.MaxFrameBytes)
+	}
+	if p.MaxConnections < 1 || p.MaxConnections > 65535 {
+		bad("peers.max_connections", "must be 1..65535, got %d", p.MaxConnections)
+	}
+	if p.MaxInflightCalls < 1 || p.MaxInflightCalls > 100000 {
+		bad("peers.max_inflight_calls", "must be 1..100000, got %d", p.MaxInflightCalls)
+	}
+	if p.IdleTimeout <= 0 {
+		bad("peers.idle_timeout", "must be positive")
 	}
 	if c.Domain == "" || len(c.Domain) > 200 {
 		bad("coordination.domain", "must be 1..200 bytes")

@@ -29,6 +29,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,6 +89,11 @@ type linkServer struct {
 	hsTime   time.Duration
 	log      zerolog.Logger
 	handle   handler
+	// Caps (peers.max_connections, peers.max_inflight_calls,
+	// peers.idle_timeout); zero means the default.
+	maxConns    int
+	maxInflight int
+	idle        time.Duration
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -107,7 +113,7 @@ func (s *linkServer) serve() {
 			_ = c.Close()
 			return
 		}
-		if len(s.conns) >= peerMaxConns {
+		if len(s.conns) >= orDefault(s.maxConns, DefaultMaxConnections) {
 			s.mu.Unlock()
 			s.refuse(c, "too_many_connections", nil)
 			_ = c.Close()
@@ -208,22 +214,50 @@ func (s *linkServer) conn(c net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wmu sync.Mutex
-	sem := make(chan struct{}, peerMaxInflight)
+	sem := make(chan struct{}, orDefault(s.maxInflight, DefaultMaxInflightCalls))
+	var idleClosed atomic.Bool
 	fail := func(reason string, err error) {
 		log.Warn().Err(err).Str("close_reason", reason).Msg("peer connection closed")
 		cancel()
 		_ = c.Close()
 	}
+	// The idle watch: no frame read and no call in flight for
+	// peers.idle_timeout closes the connection.
+	var lastActive atomic.Int64
+	lastActive.Store(time.Now().UnixNano())
+	idle := s.idle
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	go func() {
+		t := time.NewTicker(max(idle/8, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if len(sem) == 0 && now.Sub(time.Unix(0, lastActive.Load())) >= idle {
+					idleClosed.Store(true)
+					log.Debug().Str("close_reason", "idle_timeout").Dur("idle_timeout", idle).Msg("peer connection closed")
+					cancel()
+					_ = c.Close()
+					return
+				}
+			}
+		}
+	}()
 	for {
 		p, err := readFrame(br, s.maxFrame)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || idleClosed.Load() {
 				log.Debug().Msg("peer disconnected")
 			} else {
 				fail("frame_unreadable", err)
 			}
 			return
 		}
+		lastActive.Store(time.Now().UnixNano())
 		kind, id, body, err := parseHeader(p)
 		if err == nil && !requestKind(kind) {
 			err = frameErr("kind", fmt.Sprintf("%d is not a request", kind), wire.ErrUnknownDiscriminant)
@@ -232,10 +266,10 @@ func (s *linkServer) conn(c net.Conn) {
 			fail("frame_malformed", err)
 			return
 		}
-		sem <- struct{}{} // at peerMaxInflight: stop reading until one ends
+		sem <- struct{}{} // at peers.max_inflight_calls: stop reading until one ends
 		inflight.Add(1)
 		go func() {
-			defer func() { <-sem; inflight.Done() }()
+			defer func() { lastActive.Store(time.Now().UnixNano()); <-sem; inflight.Done() }()
 			resp, err := s.safeHandle(ctx, kind, body)
 			if err != nil {
 				fail(closeReason(err), err)
@@ -249,6 +283,14 @@ func (s *linkServer) conn(c net.Conn) {
 			}
 		}()
 	}
+}
+
+// orDefault is v, or def when v is not set.
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // peerClient is the connection to one owner, dialled on first use and

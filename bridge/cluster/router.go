@@ -124,7 +124,8 @@ func (r *Router) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.srv = &linkServer{ln: r.ln, secret: r.secret, domain: r.opts.Coordination.Domain, maxFrame: r.opts.Peers.MaxFrameBytes,
-		hsTime: r.opts.Peers.HandshakeTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
+		hsTime: r.opts.Peers.HandshakeTimeout, maxConns: r.opts.Peers.MaxConnections, maxInflight: r.opts.Peers.MaxInflightCalls,
+		idle: r.opts.Peers.IdleTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
 	go r.srv.serve()
 	go func() {
 		defer close(r.done)
