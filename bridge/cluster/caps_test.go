@@ -206,3 +206,87 @@ func TestPeerMaxInflightCalls(t *testing.T) {
 		t.Fatalf("%d calls served at once, cap 3", got)
 	}
 }
+
+// A call and an answer larger than one peer frame travel in parts
+// (kindPart frames) and arrive whole; calls of other sizes on the same
+// connection meanwhile are unaffected. A message past
+// peers.max_message_bytes closes the connection (the call fails).
+func TestPeerMessagesLargerThanAFrame(t *testing.T) {
+	s, logs, mu := linkPair(t, "the-right-secret-123", func(ctx context.Context, kind uint8, body []byte) ([]byte, error) {
+		d := newDec(body, "big")
+		in := d.str("s")
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		var e enc
+		e.str(in + in) // the answer twice the request
+		return e.b, nil
+	}, func(s *linkServer) { s.maxFrame = 4096; s.maxMessage = 1 << 20 })
+	p := client(s.ln.Addr().String(), "the-right-secret-123")
+	p.maxFrame, p.maxMessage = 4096, 4<<20
+	defer p.close()
+	var wg sync.WaitGroup
+	for i, n := range []int{10, 4096 - 9 - 4, 4096, 100_000, 300_000} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := strings.Repeat(string(rune('a'+i)), n)
+			var e enc
+			e.str(want)
+			resp, err := p.call(context.Background(), describeCall.kind, e.b)
+			if err != nil {
+				t.Errorf("%d bytes: %v", n, err)
+				return
+			}
+			d := newDec(resp, "answer")
+			if got := d.str("s"); got != want+want || d.done() != nil {
+				t.Errorf("%d bytes: answer of %d bytes, want %d", n, len(got), 2*n)
+			}
+		}()
+	}
+	wg.Wait()
+	var huge enc
+	huge.str(strings.Repeat("z", 1<<20)) // past the server's 1 MiB
+	if _, err := p.call(context.Background(), describeCall.kind, huge.b); err == nil {
+		t.Fatal("a call past peers.max_message_bytes was answered")
+	}
+	waitLog(t, logs, mu, "past 1048576 bytes\",\"close_reason\":\"frame_malformed\"")
+}
+
+// A message split into parts is the same bytes as one frame would carry.
+func TestAppendMessageParts(t *testing.T) {
+	body := []byte(strings.Repeat("0123456789", 1000))
+	b := appendMessage(nil, 10|kindResponse, 7, body, 4096)
+	a := assembler{max: 1 << 20, answers: true}
+	br := bufio.NewReader(strings.NewReader(string(b)))
+	frames := 0
+	for {
+		f, err := readFrame(br, 4096)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		kind, id, part, err := parseHeader(f)
+		if err != nil || id != 7 {
+			t.Fatalf("frame %d: id %d, %v", frames, id, err)
+		}
+		msg, done, err := a.add(kind, id, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			if kind != 10|kindResponse || string(msg) != string(body) {
+				t.Fatalf("joined: kind %d, %d bytes, want %d", kind, len(msg), len(body))
+			}
+			if a.held != 0 {
+				t.Fatalf("%d bytes still held", a.held)
+			}
+		}
+	}
+	if frames != 3 {
+		t.Fatalf("%d frames for 10,000 bytes at 4096, want 3", frames)
+	}
+}

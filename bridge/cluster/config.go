@@ -18,6 +18,7 @@ const (
 	DefaultMaxConnections   = 256
 	DefaultMaxInflightCalls = 500
 	DefaultIdleTimeout      = 10 * time.Minute
+	DefaultMaxMessageBytes  = 100 << 20
 	DefaultDomain           = "default"
 	DefaultStream           = "__kafka_iggy"
 	DefaultShards           = 8
@@ -58,9 +59,19 @@ type PeersConfig struct {
 	// OffsetCommit checks, DescribeGroups, ...). JoinGroup and SyncGroup
 	// wait as long as the client's request does. Default 10s.
 	CallTimeout time.Duration `koanf:"call_timeout"`
-	// MaxFrameBytes caps one peer frame (a JoinGroup answer carries every
-	// member's metadata), 4096..67108864 bytes. Default 8388608 (8 MiB).
+	// MaxFrameBytes caps one peer frame, 4096..67108864 bytes; a larger
+	// call or answer (a JoinGroup answer carries every member's metadata)
+	// travels in several frames, up to peers.max_message_bytes. Default
+	// 8388608 (8 MiB).
 	MaxFrameBytes int `koanf:"max_frame_bytes"`
+	// MaxMessageBytes caps one forwarded call or answer, which travels in
+	// frames of peers.max_frame_bytes (a JoinGroup answer carries every
+	// member's metadata, a SyncGroup request every assignment), and what
+	// one peer connection holds of messages still arriving;
+	// peers.max_frame_bytes..1073741824 bytes. Default 104857600 (100 MiB,
+	// limits.max_frame_bytes' default). Every sidecar of a domain should
+	// use the same peers.max_frame_bytes and peers.max_message_bytes.
+	MaxMessageBytes int `koanf:"max_message_bytes"`
 	// MaxConnections caps the peer connections open at once, 1..65535;
 	// more are closed at once (logged with close_reason
 	// too_many_connections). Each sidecar of the domain keeps one
@@ -114,6 +125,7 @@ func DefaultPeersConfig() PeersConfig {
 		HandshakeTimeout: DefaultHandshakeTimeout,
 		CallTimeout:      DefaultCallTimeout,
 		MaxFrameBytes:    DefaultMaxFrameBytes,
+		MaxMessageBytes:  DefaultMaxMessageBytes,
 		MaxConnections:   DefaultMaxConnections,
 		MaxInflightCalls: DefaultMaxInflightCalls,
 		IdleTimeout:      DefaultIdleTimeout,
@@ -223,6 +235,9 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	}
 	if p.MaxFrameBytes < handshakeMaxFrame || p.MaxFrameBytes > 64<<20 {
 		bad("peers.max_frame_bytes", "must be %d..%d, got %d", handshakeMaxFrame, 64<<20, p.MaxFrameBytes)
+	}
+	if p.MaxMessageBytes < p.MaxFrameBytes || p.MaxMessageBytes > 1<<30 {
+		bad("peers.max_message_bytes", "must be peers.max_frame_bytes (%d)..%d, got %d", p.MaxFrameBytes, 1<<30, p.MaxMessageBytes)
 	}
 	if p.MaxConnections < 1 || p.MaxConnections > 65535 {
 		bad("peers.max_connections", "must be 1..65535, got %d", p.MaxConnections)

@@ -15,7 +15,9 @@ package cluster
 // never crosses the wire. After the handshake the client sends requests
 // (frame kinds 10-18) and the server answers each with kind|0x80 and the
 // same id, in any order: a JoinGroup parked for a rebalance does not hold
-// the heartbeats behind it. Kafka clients never see this listener.
+// the heartbeats behind it. A call or answer larger than one frame travels
+// as kindPart frames of its id followed by its last part (frame.go).
+// Kafka clients never see this listener.
 
 import (
 	"bufio"
@@ -94,6 +96,7 @@ type linkServer struct {
 	maxConns    int
 	maxInflight int
 	idle        time.Duration
+	maxMessage  int // peers.max_message_bytes; 0: the default
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -247,6 +250,7 @@ func (s *linkServer) conn(c net.Conn) {
 			}
 		}
 	}()
+	asm := assembler{max: orDefault(s.maxMessage, DefaultMaxMessageBytes)}
 	for {
 		p, err := readFrame(br, s.maxFrame)
 		if err != nil {
@@ -259,12 +263,19 @@ func (s *linkServer) conn(c net.Conn) {
 		}
 		lastActive.Store(time.Now().UnixNano())
 		kind, id, body, err := parseHeader(p)
-		if err == nil && !requestKind(kind) {
+		done := true
+		if err == nil {
+			body, done, err = asm.add(kind, id, body)
+		}
+		if err == nil && done && !requestKind(kind) {
 			err = frameErr("kind", fmt.Sprintf("%d is not a request", kind), wire.ErrUnknownDiscriminant)
 		}
 		if err != nil {
 			fail("frame_malformed", err)
 			return
+		}
+		if !done {
+			continue // a part of a larger message
 		}
 		sem <- struct{}{} // at peers.max_inflight_calls: stop reading until one ends
 		inflight.Add(1)
@@ -277,13 +288,18 @@ func (s *linkServer) conn(c net.Conn) {
 			}
 			wmu.Lock()
 			defer wmu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(s.hsTime))
-			if _, err := c.Write(appendFrame(nil, kind|kindResponse, id, resp)); err != nil && ctx.Err() == nil {
+			_ = c.SetWriteDeadline(time.Now().Add(s.hsTime + writeTime(len(resp))))
+			if _, err := c.Write(appendMessage(nil, kind|kindResponse, id, resp, s.maxFrame)); err != nil && ctx.Err() == nil {
 				fail("write_failed", err)
 			}
 		}()
 	}
 }
+
+// writeTime is the time a write of n bytes is given beyond
+// peers.handshake_timeout: a second per 8 MiB (a large message is written
+// whole under one deadline).
+func writeTime(n int) time.Duration { return time.Duration(n/(8<<20)) * time.Second }
 
 // orDefault is v, or def when v is not set.
 func orDefault(v, def int) int {
@@ -303,7 +319,9 @@ type peerClient struct {
 	dialTime time.Duration
 	hsTime   time.Duration
 	maxFrame int
-	log      zerolog.Logger
+	// maxMessage is peers.max_message_bytes; 0: the default.
+	maxMessage int
+	log        zerolog.Logger
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -389,6 +407,7 @@ func (p *peerClient) handshake(c net.Conn, br *bufio.Reader) error {
 
 func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 	var err error
+	asm := assembler{max: orDefault(p.maxMessage, DefaultMaxMessageBytes), answers: true}
 	for {
 		var f []byte
 		f, err = readFrame(br, p.maxFrame)
@@ -396,6 +415,13 @@ func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 			break
 		}
 		kind, id, body, perr := parseHeader(f)
+		done := true
+		if perr == nil {
+			body, done, perr = asm.add(kind, id, body)
+		}
+		if perr == nil && !done {
+			continue // a part of a larger answer
+		}
 		if perr != nil || kind&kindResponse == 0 || !requestKind(kind&^kindResponse) {
 			err = errors.Join(perr, frameErr("kind", fmt.Sprintf("%d is not a response", kind), wire.ErrUnknownDiscriminant))
 			break
@@ -447,8 +473,8 @@ func (p *peerClient) call(ctx context.Context, kind uint8, body []byte) ([]byte,
 	p.pending[id] = ch
 	p.mu.Unlock()
 	p.wmu.Lock()
-	_ = c.SetWriteDeadline(time.Now().Add(p.hsTime))
-	_, err = c.Write(appendFrame(nil, kind, id, body))
+	_ = c.SetWriteDeadline(time.Now().Add(p.hsTime + writeTime(len(body))))
+	_, err = c.Write(appendMessage(nil, kind, id, body, p.maxFrame))
 	p.wmu.Unlock()
 	if err != nil {
 		p.drop(c)
