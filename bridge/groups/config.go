@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -43,6 +44,33 @@ type Config struct {
 	// 7 days). A group that never completed a rebalance and has no member
 	// and no pending member id left is forgotten at once. Default 24h.
 	EmptyRetention time.Duration `koanf:"empty_retention"`
+}
+
+// Problems reports every invalid key of groups.*, each error naming it.
+func (c Config) Problems() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("groups.%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.InitialRebalanceDelay < 0 {
+		bad("initial_rebalance_delay", "must not be negative")
+	}
+	if c.MaxSize < 1 {
+		bad("max_size", "must be at least 1, got %d", c.MaxSize)
+	}
+	if c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout {
+		bad("min_session_timeout", "must be positive and not above groups.max_session_timeout")
+	}
+	if c.MaxRebalanceTimeout <= 0 {
+		bad("max_rebalance_timeout", "must be positive")
+	}
+	if c.MaxPendingMembers < 1 {
+		bad("max_pending_members", "must be at least 1, got %d", c.MaxPendingMembers)
+	}
+	if c.EmptyRetention <= 0 {
+		bad("empty_retention", "must be positive")
+	}
+	return errs
 }
 
 // MaxGroupIDBytes is the longest group id a JoinGroup is served for: the

@@ -450,6 +450,15 @@ func TestBadConfigs(t *testing.T) {
 			want: map[string]string{"peers.secret": `a placeholder (contains "change-me")`},
 		},
 		{
+			args: []string{"--groups.max_pending_members=0", "--groups.max_rebalance_timeout=0s", "--groups.empty_retention=-1s", "--groups.max_size=0"},
+			want: map[string]string{
+				"groups.max_pending_members":   "must be at least 1, got 0",
+				"groups.max_rebalance_timeout": "must be positive",
+				"groups.empty_retention":       "must be positive",
+				"groups.max_size":              "must be at least 1, got 0",
+			},
+		},
+		{
 			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=a-secret-of-forty-bytes-0123456789abcdef",
 				"--peers.max_connections=0", "--peers.max_inflight_calls=100001", "--peers.idle_timeout=0s"},
 			want: map[string]string{
