@@ -66,6 +66,9 @@ func TestPeerMaxConnections(t *testing.T) {
 		t.Fatal("a third connection past peers.max_connections=2 stayed open")
 	}
 	waitLog(t, logs, mu, `"close_reason":"too_many_connections"`)
+	if open, refused := s.stats(); open != 2 || refused != 1 {
+		t.Fatalf("stats: %d open, %d refused; want 2 and 1", open, refused)
+	}
 	// Once one closes, a new connection is served again.
 	_ = held[0].Close()
 	deadline := time.Now().Add(5 * time.Second)

@@ -102,6 +102,18 @@ type linkServer struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// refused counts the connections refused (cap, handshake) or closed
+	// by their peer's fault (malformed frames, past
+	// peers.max_message_bytes).
+	refused atomic.Int64
+}
+
+// stats returns the open connections and the refused count.
+func (s *linkServer) stats() (open int, refused int64) {
+	s.mu.Lock()
+	open = len(s.conns)
+	s.mu.Unlock()
+	return open, s.refused.Load()
 }
 
 func (s *linkServer) serve() {
@@ -147,6 +159,7 @@ func (s *linkServer) close() {
 }
 
 func (s *linkServer) refuse(c net.Conn, reason string, err error) {
+	s.refused.Add(1)
 	ev := s.log.Warn().Str("peer_address", c.RemoteAddr().String()).Str("close_reason", reason)
 	if err != nil {
 		ev = ev.Err(err)
@@ -220,6 +233,9 @@ func (s *linkServer) conn(c net.Conn) {
 	sem := make(chan struct{}, orDefault(s.maxInflight, DefaultMaxInflightCalls))
 	var idleClosed atomic.Bool
 	fail := func(reason string, err error) {
+		if reason != "write_failed" {
+			s.refused.Add(1)
+		}
 		log.Warn().Err(err).Str("close_reason", reason).Msg("peer connection closed")
 		cancel()
 		_ = c.Close()
