@@ -81,6 +81,12 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 			dropped++
 		}
 	}
+	if st := cs.stream; st != nil && !st.inGnet {
+		// A stream waiting for gnet to drain: no callback will end it.
+		st.rep.release(s)
+		cs.stream = nil
+		dropped++
+	}
 	cs.mu.Unlock()
 	if cs.partial != nil {
 		s.putFrame(cs.partial)

@@ -24,6 +24,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 	now := time.Now()
 	cs.touch(now)
 	s.settleOutbound(c, cs)
+	cs.resumeStream(c)
 	defer s.settleInbound(c, cs)
 	if cs.parked != nil {
 		if !s.pool.submit(cs.parked, cs) {
