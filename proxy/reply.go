@@ -189,6 +189,11 @@ type replyStream struct {
 	off     int  // bytes handed to gnet
 	inGnet  bool // a chunk is with gnet: its callback will run
 	waiting bool // the next chunk waits for gnet's outbound buffer
+	// poll is the wait before the next look at gnet's outbound buffer:
+	// streamPoll after progress, doubled on each look that finds it full
+	// (a client that stopped reading), up to streamPollMax.
+	poll  time.Duration
+	armed bool // a poll is scheduled
 }
 
 // writeChunkLocked hands the stream's next chunk to gnet; it returns 1 if
@@ -237,8 +242,8 @@ func (cs *conn) chunkWritten(c gnet.Conn, err error, n int) error {
 				cs.inFlight -= done
 			}
 		} else {
-			st.waiting = true
-			cs.pollStream()
+			st.waiting, st.poll = true, streamPoll
+			cs.pollStreamLocked(st)
 		}
 	default:
 		done = cs.endStreamLocked()
@@ -263,14 +268,27 @@ func (cs *conn) endStreamLocked() int {
 	return 1
 }
 
-// streamPoll is how often a waiting stream looks at gnet's outbound
-// buffer: gnet tells nothing when it drains.
-const streamPoll = time.Millisecond
+// streamPoll and streamPollMax bound how often a waiting stream looks at
+// gnet's outbound buffer: gnet tells nothing when it drains.
+const (
+	streamPoll    = time.Millisecond
+	streamPollMax = 100 * time.Millisecond
+)
 
-// pollStream wakes the connection after streamPoll, so OnTraffic looks
-// whether the stream can go on (resumeStream).
-func (cs *conn) pollStream() {
-	time.AfterFunc(streamPoll, func() { _ = cs.gc.Wake(nil) })
+// pollStreamLocked wakes the connection after st.poll, so OnTraffic looks
+// whether the stream can go on (resumeStream); one poll at a time.
+// cs.mu must be held.
+func (cs *conn) pollStreamLocked(st *replyStream) {
+	if st.armed {
+		return
+	}
+	st.armed = true
+	time.AfterFunc(st.poll, func() {
+		cs.mu.Lock()
+		st.armed = false
+		cs.mu.Unlock()
+		_ = cs.gc.Wake(nil)
+	})
 }
 
 // resumeStream writes the stream's next chunk if it waits and gnet has
@@ -284,8 +302,11 @@ func (cs *conn) resumeStream(c gnet.Conn) {
 		return
 	}
 	if c.OutboundBuffered() > streamChunk {
+		if !st.armed {
+			st.poll = min(2*st.poll, streamPollMax)
+			cs.pollStreamLocked(st)
+		}
 		cs.mu.Unlock()
-		cs.pollStream()
 		return
 	}
 	if cs.writeChunkLocked() > 0 {
