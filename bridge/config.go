@@ -172,21 +172,13 @@ func (c Config) Validate() error {
 	if c.Topics.MaxMessageBytes < 1 {
 		bad("topics.max_message_bytes", "must be at least 1, got %d", c.Topics.MaxMessageBytes)
 	}
-	if c.Groups.InitialRebalanceDelay < 0 {
-		bad("groups.initial_rebalance_delay", "must not be negative")
-	}
 	if c.ConsumerGroups.HeartbeatInterval <= 0 || c.ConsumerGroups.SessionTimeout <= c.ConsumerGroups.HeartbeatInterval {
 		bad("consumer_groups.heartbeat_interval", "must be positive and below consumer_groups.session_timeout")
 	}
 	if c.ConsumerGroups.MaxSize < 1 {
 		bad("consumer_groups.max_size", "must be at least 1, got %d", c.ConsumerGroups.MaxSize)
 	}
-	if c.Groups.MaxSize < 1 {
-		bad("groups.max_size", "must be at least 1, got %d", c.Groups.MaxSize)
-	}
-	if c.Groups.MinSessionTimeout <= 0 || c.Groups.MaxSessionTimeout < c.Groups.MinSessionTimeout {
-		bad("groups.min_session_timeout", "must be positive and not above groups.max_session_timeout")
-	}
+	errs = append(errs, c.Groups.Problems()...)
 	switch c.Offsets.Mode {
 	case "auto", "external-group", "consumer":
 	default:

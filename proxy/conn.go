@@ -94,6 +94,9 @@ type conn struct {
 	// the pool, queue holds the ones read behind it (oldest first).
 	running bool
 	queue   []*job
+	// stream is a huge reply being written in chunks (reply.go); the
+	// replies behind it wait in ring.
+	stream *replyStream
 }
 
 // closeInfo is why a connection closed: the reason, and what OnClose logs

@@ -81,6 +81,12 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 			dropped++
 		}
 	}
+	if st := cs.stream; st != nil && !st.inGnet {
+		// A stream waiting for gnet to drain: no callback will end it.
+		st.rep.release(s)
+		cs.stream = nil
+		dropped++
+	}
 	cs.mu.Unlock()
 	if cs.partial != nil {
 		s.putFrame(cs.partial)
@@ -92,11 +98,10 @@ func (h *handler) OnClose(c gnet.Conn, err error) gnet.Action {
 	cs.inHeld = 0
 	if cs.parked != nil && finishing {
 		// The parked job heads this connection's queue: run it, and what
-		// is queued behind it, off the pool (serveOne skips all but the
-		// requests that complete once received).
-		j := cs.parked
+		// is queued behind it, on the pool once it has room (serveOne
+		// skips all but the requests that complete once received).
+		s.serveWhenRoom(cs.parked)
 		cs.parked = nil
-		go s.serve(j)
 	}
 	if cs.parked != nil {
 		// The parked job heads this connection's queue and will never run:

@@ -24,6 +24,13 @@ type workerPool struct {
 	// waits for a running worker to finish and pay the claim back.
 	avail atomic.Int32
 
+	// closeMu orders close after the sends of submitWait (held shared
+	// while one waits for queue space); closed is set under it.
+	closeMu sync.RWMutex
+	closed  bool
+	// blocked counts the submitWait calls waiting for queue space.
+	blocked atomic.Int32
+
 	mu      sync.Mutex
 	waiters []*conn // connections with a parked job, oldest first
 	nwait   atomic.Int32
@@ -73,6 +80,28 @@ func (p *workerPool) submit(j *job, cs *conn) bool {
 	}
 	p.mu.Unlock()
 	return false
+}
+
+// submitWait queues j, waiting for queue space: for the requests of a
+// connection the client closed (takeLeftovers) or the drain took
+// (takeForDrain), which no OnTraffic will resume once parked. Off the
+// event loop (it blocks). It reports false once the pool is closed (the
+// caller serves j itself: its context is cancelled by then).
+func (p *workerPool) submitWait(j *job) bool {
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		return false
+	}
+	select {
+	case p.jobs <- j:
+	default:
+		p.blocked.Add(1)
+		p.jobs <- j
+		p.blocked.Add(-1)
+	}
+	p.claim()
+	return true
 }
 
 // claim reserves a worker for a job just queued, starting one if none is
@@ -126,7 +155,10 @@ func (p *workerPool) wakeOne() {
 // close stops the workers once the queue is drained; call it only after
 // the event loops have stopped (nothing submits any more).
 func (p *workerPool) close() {
+	p.closeMu.Lock()
+	p.closed = true
 	close(p.jobs)
+	p.closeMu.Unlock()
 }
 
 // wait blocks until every worker has exited or done delivers.

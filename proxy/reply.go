@@ -110,21 +110,43 @@ func (cs *conn) complete(seq uint64, rep reply) {
 	}
 	sl := &cs.ring[seq%uint64(len(cs.ring))]
 	sl.ready, sl.rep = true, rep
-	if seq != cs.nextOut {
+	if seq != cs.nextOut || cs.stream != nil {
 		cs.mu.Unlock()
 		return
 	}
+	done := cs.flushLocked()
+	cs.mu.Unlock()
+	if done > 0 {
+		s.finish(done)
+	}
+}
+
+// flushLocked writes every reply that is next in order, batching them
+// into AsyncWritev calls, until one is not ready or a huge one starts to
+// stream (streamLocked). It returns the replies done on the spot (no
+// reply, or gnet refused the write), already taken out of inFlight; the
+// caller passes them to s.finish once cs.mu is released.
+func (cs *conn) flushLocked() int {
+	s := cs.s
 	var wb *writeBatch
 	skipped, written := 0, 0
-	for {
+	for cs.stream == nil {
 		sl := &cs.ring[cs.nextOut%uint64(len(cs.ring))]
 		if !sl.ready {
 			break
 		}
-		if sl.rep.buf == nil {
+		switch {
+		case sl.rep.buf == nil:
 			skipped++
 			sl.rep.release(s)
-		} else {
+		case sl.rep.vr == nil && len(sl.rep.buf.B) >= streamMin:
+			if wb != nil {
+				written += cs.writeLocked(wb)
+				wb = nil
+			}
+			cs.stream = &replyStream{rep: sl.rep}
+			written += cs.writeChunkLocked()
+		default:
 			if wb != nil && len(wb.iov)+sl.rep.iovs() > maxIovs {
 				written += cs.writeLocked(wb)
 				wb = nil
@@ -145,10 +167,155 @@ func (cs *conn) complete(seq uint64, rep reply) {
 		cs.inFlight -= done
 		cs.maybeResumeLocked()
 	}
+	return done
+}
+
+// A reply of at least streamMin bytes (a DescribeConfigs naming the broker
+// 20,000 times encodes 55 MB) is handed to gnet in chunks of streamChunk
+// as the socket takes them, instead of whole: gnet copies what the socket
+// does not take at once into its outbound buffer, which would hold a
+// second copy of the reply. The next chunk goes when gnet holds at most
+// one chunk unsent (the write callback, or OnTraffic woken by the ticker
+// while output is unsent); replies behind it wait in the ring. Vectored
+// replies (Fetch) are written whole: their blocks are not copied.
+const (
+	streamMin   = 8 << 20
+	streamChunk = 2 << 20
+)
+
+// replyStream is the reply being written in chunks. Guarded by conn.mu.
+type replyStream struct {
+	rep     reply
+	off     int  // bytes handed to gnet
+	inGnet  bool // a chunk is with gnet: its callback will run
+	waiting bool // the next chunk waits for gnet's outbound buffer
+	// poll is the wait before the next look at gnet's outbound buffer:
+	// streamPoll after progress, doubled on each look that finds it full
+	// (a client that stopped reading), up to streamPollMax.
+	poll  time.Duration
+	armed bool // a poll is scheduled
+}
+
+// writeChunkLocked hands the stream's next chunk to gnet; it returns 1 if
+// gnet refused it (the stream is then over). cs.mu must be held.
+func (cs *conn) writeChunkLocked() int {
+	st := cs.stream
+	b := st.rep.buf.B
+	end := min(st.off+streamChunk, len(b))
+	chunk := b[st.off:end]
+	st.off, st.inGnet, st.waiting = end, true, false
+	n := len(chunk)
+	if err := cs.gc.AsyncWritev([][]byte{chunk}, func(c gnet.Conn, err error) error {
+		return cs.chunkWritten(c, err, n)
+	}); err != nil {
+		st.inGnet = false
+		st.rep.release(cs.s)
+		cs.stream = nil
+		return 1
+	}
+	return 0
+}
+
+// chunkWritten is a chunk's write callback, on the connection's event
+// loop: the next chunk goes now or once gnet drained, and after the last
+// one the replies behind the stream.
+func (cs *conn) chunkWritten(c gnet.Conn, err error, n int) error {
+	s := cs.s
+	if c != nil && err == nil && !cs.isClosed() {
+		s.settleOutbound(c, cs)
+	}
+	if err == nil {
+		s.metrics.BytesOut(n)
+		cs.touch(time.Now())
+	}
+	cs.mu.Lock()
+	st := cs.stream
+	st.inGnet = false
+	done := 0
+	switch {
+	case err != nil || c == nil || cs.flags.isSet(flagClosed):
+		done = cs.endStreamLocked()
+	case st.off < len(st.rep.buf.B):
+		if c.OutboundBuffered() <= streamChunk {
+			done = cs.writeChunkLocked()
+			if done > 0 {
+				cs.inFlight -= done
+			}
+		} else {
+			st.waiting, st.poll = true, streamPoll
+			cs.pollStreamLocked(st)
+		}
+	default:
+		done = cs.endStreamLocked()
+		if !cs.flags.isSet(flagClosed) {
+			done += cs.flushLocked()
+		}
+	}
+	cs.maybeResumeLocked()
 	cs.mu.Unlock()
 	if done > 0 {
 		s.finish(done)
 	}
+	return nil
+}
+
+// endStreamLocked releases the finished (or abandoned) stream and counts
+// its reply out of inFlight; it returns 1 for s.finish.
+func (cs *conn) endStreamLocked() int {
+	cs.stream.rep.release(cs.s)
+	cs.stream = nil
+	cs.inFlight--
+	return 1
+}
+
+// streamPoll and streamPollMax bound how often a waiting stream looks at
+// gnet's outbound buffer: gnet tells nothing when it drains.
+const (
+	streamPoll    = time.Millisecond
+	streamPollMax = 100 * time.Millisecond
+)
+
+// pollStreamLocked wakes the connection after st.poll, so OnTraffic looks
+// whether the stream can go on (resumeStream); one poll at a time.
+// cs.mu must be held.
+func (cs *conn) pollStreamLocked(st *replyStream) {
+	if st.armed {
+		return
+	}
+	st.armed = true
+	time.AfterFunc(st.poll, func() {
+		cs.mu.Lock()
+		st.armed = false
+		cs.mu.Unlock()
+		_ = cs.gc.Wake(nil)
+	})
+}
+
+// resumeStream writes the stream's next chunk if it waits and gnet has
+// drained its outbound buffer enough, else looks again after streamPoll.
+// Event-loop only (OnTraffic).
+func (cs *conn) resumeStream(c gnet.Conn) {
+	cs.mu.Lock()
+	st := cs.stream
+	if st == nil || !st.waiting || cs.flags.isSet(flagClosed) {
+		cs.mu.Unlock()
+		return
+	}
+	if c.OutboundBuffered() > streamChunk {
+		if !st.armed {
+			st.poll = min(2*st.poll, streamPollMax)
+			cs.pollStreamLocked(st)
+		}
+		cs.mu.Unlock()
+		return
+	}
+	if cs.writeChunkLocked() > 0 {
+		cs.inFlight--
+		cs.mu.Unlock()
+		cs.s.finish(1)
+		return
+	}
+	cs.mu.Unlock()
 }
 
 // writeLocked hands wb to gnet and returns the number of replies released

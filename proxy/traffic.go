@@ -24,6 +24,7 @@ func (h *handler) OnTraffic(c gnet.Conn) gnet.Action {
 	now := time.Now()
 	cs.touch(now)
 	s.settleOutbound(c, cs)
+	cs.resumeStream(c)
 	defer s.settleInbound(c, cs)
 	if cs.parked != nil {
 		if !s.pool.submit(cs.parked, cs) {
@@ -234,15 +235,28 @@ func (s *Server) accept(cs *conn, buf *bytebufferpool.ByteBuffer, held int64, no
 	cs.mu.Unlock()
 	if cs.closing {
 		// Taken from the input of a closed connection (takeLeftovers)
-		// or by a drain pass (takeForDrain):
-		// OnTraffic will not run again to resume a parked job.
-		go s.serve(j)
+		// or by a drain pass (takeForDrain): OnTraffic will not run
+		// again to resume a parked job.
+		s.serveWhenRoom(j)
 		return gnet.None
 	}
 	if !s.pool.submit(j, cs) {
 		cs.parked = j
 	}
 	return gnet.None
+}
+
+// serveWhenRoom runs j (and its connection's queue behind it) on the
+// worker pool once the pool's queue has room, waiting for it off the
+// event loop: for connections no OnTraffic will resume (closed by the
+// client, or taken by a drain pass). Once the pool is closed it runs j on
+// the waiting goroutine (the handlers' context is cancelled by then).
+func (s *Server) serveWhenRoom(j *job) {
+	go func() {
+		if !s.pool.submitWait(j) {
+			s.serve(j)
+		}
+	}()
 }
 
 // admit gives the next request of cs its sequence number and counts it in

@@ -29,3 +29,12 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{HeartbeatInterval: 5 * time.Second, SessionTimeout: 45 * time.Second, MaxSize: math.MaxInt32}
 }
+
+// MaxGroupIDBytes is the longest group id served: the Iggy name of its
+// committed offsets ("kafka.cg." + the group id) must fit 255 bytes
+// (INVALID_GROUP_ID past it, as the classic coordinator answers).
+const MaxGroupIDBytes = 255 - len("kafka.cg.")
+
+// MaxMemberIDBytes bounds the member id and group.instance.id a member
+// sends (clients send a 22-byte UUID): a longer one is INVALID_REQUEST.
+const MaxMemberIDBytes = 255

@@ -88,6 +88,12 @@ func (c *Coordinator) validate(p HeartbeatParams) (HeartbeatResult, bool) {
 	switch {
 	case p.Group == "":
 		return inv("GroupId can't be empty.")
+	case len(p.Group) > MaxGroupIDBytes:
+		return fail(kerr.InvalidGroupID, "GroupId is longer than the 246 bytes its committed offsets' Iggy name has room for.", p), false
+	case len(p.MemberID) > MaxMemberIDBytes:
+		return inv("MemberId is longer than 255 bytes.")
+	case p.InstanceID != nil && len(*p.InstanceID) > MaxMemberIDBytes:
+		return inv("InstanceId is longer than 255 bytes.")
 	case p.InstanceID != nil && *p.InstanceID == "":
 		return inv("InstanceId can't be empty.")
 	case p.RackID != nil && *p.RackID == "":

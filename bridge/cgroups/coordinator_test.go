@@ -3,6 +3,7 @@ package cgroups
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,6 +283,9 @@ func TestValidation(t *testing.T) {
 		"unknown assignor":   {func(p *HeartbeatParams) { p.ServerAssignor = str("sticky") }, kerr.UnsupportedAssignor.Code},
 		"bad regex":          {func(p *HeartbeatParams) { p.SubscribedRegex = str("(") }, kerr.InvalidRegularExpression.Code},
 		"empty instance id":  {func(p *HeartbeatParams) { p.InstanceID = str("") }, kerr.InvalidRequest.Code},
+		"group id too long":  {func(p *HeartbeatParams) { p.Group = strings.Repeat("g", MaxGroupIDBytes+1) }, kerr.InvalidGroupID.Code},
+		"member id too long": {func(p *HeartbeatParams) { p.MemberID = strings.Repeat("m", 32767) }, kerr.InvalidRequest.Code},
+		"instance too long":  {func(p *HeartbeatParams) { p.InstanceID = str(strings.Repeat("i", 256)) }, kerr.InvalidRequest.Code},
 	} {
 		p := base
 		tc.mod(&p)

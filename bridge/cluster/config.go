@@ -15,6 +15,10 @@ const (
 	DefaultHandshakeTimeout = 3 * time.Second
 	DefaultCallTimeout      = 10 * time.Second
 	DefaultMaxFrameBytes    = 8 << 20
+	DefaultMaxConnections   = 256
+	DefaultMaxInflightCalls = 500
+	DefaultIdleTimeout      = 10 * time.Minute
+	DefaultMaxMessageBytes  = 100 << 20
 	DefaultDomain           = "default"
 	DefaultStream           = "__kafka_iggy"
 	DefaultShards           = 8
@@ -55,9 +59,36 @@ type PeersConfig struct {
 	// OffsetCommit checks, DescribeGroups, ...). JoinGroup and SyncGroup
 	// wait as long as the client's request does. Default 10s.
 	CallTimeout time.Duration `koanf:"call_timeout"`
-	// MaxFrameBytes caps one peer frame (a JoinGroup answer carries every
-	// member's metadata), 4096..67108864 bytes. Default 8388608 (8 MiB).
+	// MaxFrameBytes caps one peer frame, 4096..67108864 bytes; a larger
+	// call or answer (a JoinGroup answer carries every member's metadata)
+	// travels in several frames, up to peers.max_message_bytes. Default
+	// 8388608 (8 MiB).
 	MaxFrameBytes int `koanf:"max_frame_bytes"`
+	// MaxMessageBytes caps one forwarded call or answer, which travels in
+	// frames of peers.max_frame_bytes (a JoinGroup answer carries every
+	// member's metadata, a SyncGroup request every assignment), and what
+	// one peer connection holds of messages still arriving;
+	// peers.max_frame_bytes..1073741824 bytes. Default 104857600 (100 MiB,
+	// limits.max_frame_bytes' default). Every sidecar of a domain should
+	// use the same peers.max_frame_bytes and peers.max_message_bytes.
+	MaxMessageBytes int `koanf:"max_message_bytes"`
+	// MaxConnections caps the peer connections open at once, 1..65535;
+	// more are closed at once (logged with close_reason
+	// too_many_connections). Each sidecar of the domain keeps one
+	// connection to each owner it forwards to. Default 256.
+	MaxConnections int `koanf:"max_connections"`
+	// MaxInflightCalls caps the calls of one peer connection served at
+	// once (Kafka's queued.max.requests), 1..100000: past it the
+	// connection is not read until one ends, so a peer cannot start a
+	// goroutine per frame without limit. Parked JoinGroup and SyncGroup
+	// calls count. Default 500.
+	MaxInflightCalls int `koanf:"max_inflight_calls"`
+	// IdleTimeout closes an authenticated peer connection that has had no
+	// frame and no call in flight for it (Kafka's
+	// connections.max.idle.ms); the forwarding sidecar dials again on its
+	// next call. A connection that has not authenticated is closed after
+	// peers.handshake_timeout. Default 10m.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 }
 
 // CoordinationConfig places a sidecar in a coordination domain (keys
@@ -94,6 +125,10 @@ func DefaultPeersConfig() PeersConfig {
 		HandshakeTimeout: DefaultHandshakeTimeout,
 		CallTimeout:      DefaultCallTimeout,
 		MaxFrameBytes:    DefaultMaxFrameBytes,
+		MaxMessageBytes:  DefaultMaxMessageBytes,
+		MaxConnections:   DefaultMaxConnections,
+		MaxInflightCalls: DefaultMaxInflightCalls,
+		IdleTimeout:      DefaultIdleTimeout,
 	}
 }
 
@@ -200,6 +235,18 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	}
 	if p.MaxFrameBytes < handshakeMaxFrame || p.MaxFrameBytes > 64<<20 {
 		bad("peers.max_frame_bytes", "must be %d..%d, got %d", handshakeMaxFrame, 64<<20, p.MaxFrameBytes)
+	}
+	if p.MaxMessageBytes < p.MaxFrameBytes || p.MaxMessageBytes > 1<<30 {
+		bad("peers.max_message_bytes", "must be peers.max_frame_bytes (%d)..%d, got %d", p.MaxFrameBytes, 1<<30, p.MaxMessageBytes)
+	}
+	if p.MaxConnections < 1 || p.MaxConnections > 65535 {
+		bad("peers.max_connections", "must be 1..65535, got %d", p.MaxConnections)
+	}
+	if p.MaxInflightCalls < 1 || p.MaxInflightCalls > 100000 {
+		bad("peers.max_inflight_calls", "must be 1..100000, got %d", p.MaxInflightCalls)
+	}
+	if p.IdleTimeout <= 0 {
+		bad("peers.idle_timeout", "must be positive")
 	}
 	if c.Domain == "" || len(c.Domain) > 200 {
 		bad("coordination.domain", "must be 1..200 bytes")

@@ -17,6 +17,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -29,6 +30,12 @@ const (
 	kindChallenge uint8 = 1 // server -> client: nonce
 	kindHello     uint8 = 2 // client -> server: node, domain, nonce, proof
 	kindWelcome   uint8 = 3 // server -> client: proof of the server
+	// kindPart carries a part of a message larger than one frame: the
+	// parts of one message share its id and travel in order, each of kind
+	// kindPart (kindPart|kindResponse for an answer), and the message's
+	// last part is a frame of its own kind. The receiver joins them, at
+	// most peers.max_message_bytes per connection at once.
+	kindPart uint8 = 70
 
 	kindResponse      uint8  = 0x80
 	handshakeMaxFrame        = 4096
@@ -57,6 +64,58 @@ func appendFrame(b []byte, kind uint8, id uint64, body []byte) []byte {
 	b = wire.AppendU8(b, kind)
 	b = wire.AppendU64LE(b, id)
 	return append(b, body...)
+}
+
+// appendMessage appends a message of any size as frames of at most
+// maxFrame bytes (after the size field): kindPart frames, then the last
+// part under kind.
+func appendMessage(b []byte, kind uint8, id uint64, body []byte, maxFrame int) []byte {
+	chunk := max(maxFrame-9, 1)
+	for len(body) > chunk {
+		b = appendFrame(b, kindPart|kind&kindResponse, id, body[:chunk])
+		body = body[chunk:]
+	}
+	return appendFrame(b, kind, id, body)
+}
+
+// assembler joins the parts of messages larger than one frame, read from
+// one connection; answers says which direction it reads (kindPart or
+// kindPart|kindResponse).
+type assembler struct {
+	max     int // peers.max_message_bytes: the parts held at once
+	answers bool
+	parts   map[uint64][]byte
+	held    int
+}
+
+// add takes one frame; it returns the whole message's body once its last
+// part arrived (done), nothing while parts are being held.
+func (a *assembler) add(kind uint8, id uint64, body []byte) (msg []byte, done bool, err error) {
+	part := kindPart
+	if a.answers {
+		part |= kindResponse
+	}
+	if kind == part {
+		if a.held+len(body) > a.max {
+			return nil, false, frameErr("size", fmt.Sprintf("parts of messages held past %d bytes", a.max), wire.ErrTooLarge)
+		}
+		if a.parts == nil {
+			a.parts = map[uint64][]byte{}
+		}
+		a.parts[id] = append(a.parts[id], body...)
+		a.held += len(body)
+		return nil, false, nil
+	}
+	held, ok := a.parts[id]
+	if !ok {
+		return body, true, nil
+	}
+	delete(a.parts, id)
+	a.held -= len(held)
+	if a.held+len(held)+len(body) > a.max {
+		return nil, false, frameErr("size", fmt.Sprintf("a message past %d bytes", a.max), wire.ErrTooLarge)
+	}
+	return append(held, body...), true, nil
 }
 
 // parseHeader splits the part after the size field: kind, id, body.

@@ -15,7 +15,9 @@ package cluster
 // never crosses the wire. After the handshake the client sends requests
 // (frame kinds 10-18) and the server answers each with kind|0x80 and the
 // same id, in any order: a JoinGroup parked for a rebalance does not hold
-// the heartbeats behind it. Kafka clients never see this listener.
+// the heartbeats behind it. A call or answer larger than one frame travels
+// as kindPart frames of its id followed by its last part (frame.go).
+// Kafka clients never see this listener.
 
 import (
 	"bufio"
@@ -29,6 +31,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,11 +91,29 @@ type linkServer struct {
 	hsTime   time.Duration
 	log      zerolog.Logger
 	handle   handler
+	// Caps (peers.max_connections, peers.max_inflight_calls,
+	// peers.idle_timeout); zero means the default.
+	maxConns    int
+	maxInflight int
+	idle        time.Duration
+	maxMessage  int // peers.max_message_bytes; 0: the default
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+	// refused counts the connections refused (cap, handshake) or closed
+	// by their peer's fault (malformed frames, past
+	// peers.max_message_bytes).
+	refused atomic.Int64
+}
+
+// stats returns the open connections and the refused count.
+func (s *linkServer) stats() (open int, refused int64) {
+	s.mu.Lock()
+	open = len(s.conns)
+	s.mu.Unlock()
+	return open, s.refused.Load()
 }
 
 func (s *linkServer) serve() {
@@ -107,7 +128,7 @@ func (s *linkServer) serve() {
 			_ = c.Close()
 			return
 		}
-		if len(s.conns) >= peerMaxConns {
+		if len(s.conns) >= orDefault(s.maxConns, DefaultMaxConnections) {
 			s.mu.Unlock()
 			s.refuse(c, "too_many_connections", nil)
 			_ = c.Close()
@@ -138,6 +159,7 @@ func (s *linkServer) close() {
 }
 
 func (s *linkServer) refuse(c net.Conn, reason string, err error) {
+	s.refused.Add(1)
 	ev := s.log.Warn().Str("peer_address", c.RemoteAddr().String()).Str("close_reason", reason)
 	if err != nil {
 		ev = ev.Err(err)
@@ -208,34 +230,73 @@ func (s *linkServer) conn(c net.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wmu sync.Mutex
-	sem := make(chan struct{}, peerMaxInflight)
+	sem := make(chan struct{}, orDefault(s.maxInflight, DefaultMaxInflightCalls))
+	var idleClosed atomic.Bool
 	fail := func(reason string, err error) {
+		if reason != "write_failed" {
+			s.refused.Add(1)
+		}
 		log.Warn().Err(err).Str("close_reason", reason).Msg("peer connection closed")
 		cancel()
 		_ = c.Close()
 	}
+	// The idle watch: no frame read and no call in flight for
+	// peers.idle_timeout closes the connection.
+	var lastActive atomic.Int64
+	lastActive.Store(time.Now().UnixNano())
+	idle := s.idle
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	go func() {
+		t := time.NewTicker(max(idle/8, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if len(sem) == 0 && now.Sub(time.Unix(0, lastActive.Load())) >= idle {
+					idleClosed.Store(true)
+					log.Debug().Str("close_reason", "idle_timeout").Dur("idle_timeout", idle).Msg("peer connection closed")
+					cancel()
+					_ = c.Close()
+					return
+				}
+			}
+		}
+	}()
+	asm := assembler{max: orDefault(s.maxMessage, DefaultMaxMessageBytes)}
 	for {
 		p, err := readFrame(br, s.maxFrame)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || idleClosed.Load() {
 				log.Debug().Msg("peer disconnected")
 			} else {
 				fail("frame_unreadable", err)
 			}
 			return
 		}
+		lastActive.Store(time.Now().UnixNano())
 		kind, id, body, err := parseHeader(p)
-		if err == nil && !requestKind(kind) {
+		done := true
+		if err == nil {
+			body, done, err = asm.add(kind, id, body)
+		}
+		if err == nil && done && !requestKind(kind) {
 			err = frameErr("kind", fmt.Sprintf("%d is not a request", kind), wire.ErrUnknownDiscriminant)
 		}
 		if err != nil {
 			fail("frame_malformed", err)
 			return
 		}
-		sem <- struct{}{} // at peerMaxInflight: stop reading until one ends
+		if !done {
+			continue // a part of a larger message
+		}
+		sem <- struct{}{} // at peers.max_inflight_calls: stop reading until one ends
 		inflight.Add(1)
 		go func() {
-			defer func() { <-sem; inflight.Done() }()
+			defer func() { lastActive.Store(time.Now().UnixNano()); <-sem; inflight.Done() }()
 			resp, err := s.safeHandle(ctx, kind, body)
 			if err != nil {
 				fail(closeReason(err), err)
@@ -243,12 +304,25 @@ func (s *linkServer) conn(c net.Conn) {
 			}
 			wmu.Lock()
 			defer wmu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(s.hsTime))
-			if _, err := c.Write(appendFrame(nil, kind|kindResponse, id, resp)); err != nil && ctx.Err() == nil {
+			_ = c.SetWriteDeadline(time.Now().Add(s.hsTime + writeTime(len(resp))))
+			if _, err := c.Write(appendMessage(nil, kind|kindResponse, id, resp, s.maxFrame)); err != nil && ctx.Err() == nil {
 				fail("write_failed", err)
 			}
 		}()
 	}
+}
+
+// writeTime is the time a write of n bytes is given beyond
+// peers.handshake_timeout: a second per 8 MiB (a large message is written
+// whole under one deadline).
+func writeTime(n int) time.Duration { return time.Duration(n/(8<<20)) * time.Second }
+
+// orDefault is v, or def when v is not set.
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // peerClient is the connection to one owner, dialled on first use and
@@ -261,7 +335,9 @@ type peerClient struct {
 	dialTime time.Duration
 	hsTime   time.Duration
 	maxFrame int
-	log      zerolog.Logger
+	// maxMessage is peers.max_message_bytes; 0: the default.
+	maxMessage int
+	log        zerolog.Logger
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -347,6 +423,7 @@ func (p *peerClient) handshake(c net.Conn, br *bufio.Reader) error {
 
 func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 	var err error
+	asm := assembler{max: orDefault(p.maxMessage, DefaultMaxMessageBytes), answers: true}
 	for {
 		var f []byte
 		f, err = readFrame(br, p.maxFrame)
@@ -354,6 +431,13 @@ func (p *peerClient) readLoop(c net.Conn, br *bufio.Reader) {
 			break
 		}
 		kind, id, body, perr := parseHeader(f)
+		done := true
+		if perr == nil {
+			body, done, perr = asm.add(kind, id, body)
+		}
+		if perr == nil && !done {
+			continue // a part of a larger answer
+		}
 		if perr != nil || kind&kindResponse == 0 || !requestKind(kind&^kindResponse) {
 			err = errors.Join(perr, frameErr("kind", fmt.Sprintf("%d is not a response", kind), wire.ErrUnknownDiscriminant))
 			break
@@ -405,8 +489,8 @@ func (p *peerClient) call(ctx context.Context, kind uint8, body []byte) ([]byte,
 	p.pending[id] = ch
 	p.mu.Unlock()
 	p.wmu.Lock()
-	_ = c.SetWriteDeadline(time.Now().Add(p.hsTime))
-	_, err = c.Write(appendFrame(nil, kind, id, body))
+	_ = c.SetWriteDeadline(time.Now().Add(p.hsTime + writeTime(len(body))))
+	_, err = c.Write(appendMessage(nil, kind, id, body, p.maxFrame))
 	p.wmu.Unlock()
 	if err != nil {
 		p.drop(c)

@@ -73,7 +73,7 @@ var peerCalls [kindResponse]peerCall
 // register adds a call to the table; a kind declared twice or outside
 // 10-127 is a programming error.
 func register[P, R any](c *call[P, R]) *call[P, R] {
-	if c.kind < 10 || c.kind >= kindResponse || peerCalls[c.kind] != nil {
+	if c.kind < 10 || c.kind >= kindResponse || c.kind == kindPart || peerCalls[c.kind] != nil {
 		panic("cluster: peer call kind " + strconv.Itoa(int(c.kind)) + " invalid or declared twice")
 	}
 	c.reqMsg, c.ansMsg = "peer."+c.name+".request", "peer."+c.name+".answer"

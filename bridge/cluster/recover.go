@@ -7,19 +7,6 @@ import (
 	"runtime/debug"
 )
 
-// Bounds of the peer listener (constants for now; see docs/OPERATIONS.md
-// "One Kafka group across the sidecars of a deployment").
-const (
-	// peerMaxConns caps the peer connections open at once: more are
-	// refused (close_reason too_many_connections). Sidecars of one
-	// deployment keep one connection to each owner.
-	peerMaxConns = 256
-	// peerMaxInflight caps the calls of one peer connection served at
-	// once (Kafka's queued.max.requests, 500): past it the connection is
-	// not read until one ends, instead of a goroutine per frame.
-	peerMaxInflight = 500
-)
-
 // errPeerPanic marks a peer call whose handler panicked.
 var errPeerPanic = errors.New("cluster: peer handler panicked")
 

@@ -126,7 +126,8 @@ func (r *Router) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	r.srv = &linkServer{ln: r.ln, secret: r.secret, domain: r.opts.Coordination.Domain, maxFrame: r.opts.Peers.MaxFrameBytes,
-		hsTime: r.opts.Peers.HandshakeTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
+		maxMessage: r.opts.Peers.MaxMessageBytes, hsTime: r.opts.Peers.HandshakeTimeout, maxConns: r.opts.Peers.MaxConnections, maxInflight: r.opts.Peers.MaxInflightCalls,
+		idle: r.opts.Peers.IdleTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
 	go r.srv.serve()
 	go func() {
 		defer close(r.done)
@@ -241,7 +242,8 @@ func (r *Router) peer(addr string) *peerClient {
 	p := r.peers[addr]
 	if p == nil {
 		p = &peerClient{addr: addr, node: r.opts.Node, domain: r.opts.Coordination.Domain, secret: r.secret,
-			dialTime: r.opts.Peers.DialTimeout, hsTime: r.opts.Peers.HandshakeTimeout, maxFrame: r.opts.Peers.MaxFrameBytes, log: r.log}
+			dialTime: r.opts.Peers.DialTimeout, hsTime: r.opts.Peers.HandshakeTimeout, maxFrame: r.opts.Peers.MaxFrameBytes,
+			maxMessage: r.opts.Peers.MaxMessageBytes, log: r.log}
 		r.peers[addr] = p
 	}
 	return p

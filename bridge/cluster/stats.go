@@ -6,12 +6,20 @@ type Stats struct {
 	Shards int // shards of the domain (0 before the ownership set-up)
 	Owned  int // shards this sidecar serves now (active, lease valid)
 	Peers  int // peer links with an open connection
+	// PeersIn is the peer connections this sidecar's listener holds
+	// (peers.max_connections caps them); PeersRefused counts those it
+	// refused or closed over a fault of the peer.
+	PeersIn      int
+	PeersRefused int64
 }
 
 // Stats returns the current Stats. Safe for concurrent use; it takes the
 // ownership and peer locks briefly (call it per scrape, not per request).
 func (r *Router) Stats() Stats {
 	st := Stats{Shards: r.own.count()}
+	if r.srv != nil {
+		st.PeersIn, st.PeersRefused = r.srv.stats()
+	}
 	for k := 0; k < st.Shards; k++ {
 		if r.own.serving(k) == shardActive {
 			st.Owned++

@@ -33,8 +33,12 @@ package groups
 //     not change, gets the current generation and its previous assignment
 //     back without a rebalance.
 //   - Groups live in this process's memory. An Empty group is forgotten
-//     after emptyGroupRetention (its committed offsets live in Iggy and are
-//     not touched). A group that moves to another sidecar is not carried
+//     after groups.empty_retention (its committed offsets live in Iggy and
+//     are not touched), at once when it never completed a rebalance and
+//     its last pending member id lapsed. Bounds: groups.max_size members
+//     per group, groups.max_pending_members pending ids per sidecar,
+//     groups.max_rebalance_timeout, group ids of MaxGroupIDBytes, member
+//     ids of MaxMemberIDPrefixBytes + 37. A group that moves to another sidecar is not carried
 //     over: its new coordinator seeds it with the stored generation and the
 //     members rejoin (adoption.go).
 //
@@ -144,8 +148,11 @@ type Coordinator struct {
 	// offsets deletes committed offsets on DeleteGroups; nil-safe. Set once
 	// before the bridge serves (in New), never changed afterwards.
 	offsets OffsetsDeleter
-	// emptyRetention is emptyGroupRetention (tests shorten it).
+	// emptyRetention is groups.empty_retention (tests shorten it).
 	emptyRetention time.Duration
+	// pendingIDs counts the KIP-394 pending member ids of every group
+	// (groups.max_pending_members).
+	pendingIDs atomic.Int64
 
 	// genHook is called with the group locked after every new generation
 	// (bridge/cluster persists generations with it); nil when unused.
@@ -169,11 +176,15 @@ func New(cfg Config, log zerolog.Logger, clock Clock) *Coordinator {
 	if clock == nil {
 		clock = realClock{}
 	}
+	retention := cfg.EmptyRetention
+	if retention <= 0 {
+		retention = emptyGroupRetention
+	}
 	return &Coordinator{
 		cfg:            cfg,
 		log:            log,
 		clock:          clock,
-		emptyRetention: emptyGroupRetention,
+		emptyRetention: retention,
 		draining:       make(chan struct{}),
 		groups:         map[string]*group{},
 	}
@@ -249,6 +260,9 @@ func newMemberID(prefix string) string {
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
 	var b strings.Builder
+	if len(prefix) > MaxMemberIDPrefixBytes {
+		prefix = strings.ToValidUTF8(prefix[:MaxMemberIDPrefixBytes], "")
+	}
 	b.Grow(len(prefix) + 37)
 	b.WriteString(prefix)
 	b.WriteByte('-')

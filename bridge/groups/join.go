@@ -13,7 +13,7 @@ import (
 // or when the join phase completes.
 func (c *Coordinator) join(p JoinParams, reply chan<- JoinResult) {
 	fail := func(code int16) { sendJoin(reply, JoinResult{Code: code, MemberID: p.MemberID, Generation: -1}) }
-	if p.Group == "" {
+	if p.Group == "" || len(p.Group) > MaxGroupIDBytes {
 		fail(kerr.InvalidGroupID.Code)
 		return
 	}
@@ -24,6 +24,9 @@ func (c *Coordinator) join(p JoinParams, reply chan<- JoinResult) {
 	if p.RebalanceTimeout <= 0 {
 		p.RebalanceTimeout = p.SessionTimeout
 	}
+	if max := c.cfg.MaxRebalanceTimeout; max > 0 && p.RebalanceTimeout > max {
+		p.RebalanceTimeout = max
+	}
 	g := c.lockGroup(p.Group, p.MemberID == "")
 	if g == nil {
 		fail(kerr.UnknownMemberID.Code)
@@ -32,6 +35,7 @@ func (c *Coordinator) join(p JoinParams, reply chan<- JoinResult) {
 	defer g.mu.Unlock()
 	if p.MemberID == "" {
 		g.joinNewMember(p, reply)
+		g.forgetIfUnused() // a refused first join leaves no group behind
 	} else {
 		g.joinExistingMember(p, reply)
 	}
@@ -61,7 +65,14 @@ func (g *group) joinNewMember(p JoinParams, reply chan<- JoinResult) {
 	}
 	newID := newMemberID(p.ClientID)
 	if p.RequireKnownID {
+		if max := g.c.cfg.MaxPendingMembers; max > 0 && g.c.pendingIDs.Load() >= int64(max) {
+			g.c.log.Warn().Str("group_id", g.id).Int("max_pending_members", max).
+				Msg("too many pending member ids: JoinGroup answered COORDINATOR_LOAD_IN_PROGRESS")
+			sendJoin(reply, JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, Generation: -1})
+			return
+		}
 		t := &groupTimer{}
+		g.c.pendingIDs.Add(1)
 		g.pending[newID] = t
 		g.arm(t, p.SessionTimeout, func() { g.expirePending(newID) })
 		g.c.log.Debug().Str("group_id", g.id).Str("member_id", newID).Msg("member id required: new member must rejoin with it")

@@ -191,10 +191,7 @@ func (g *group) add(m *member, reply chan<- JoinResult) {
 	if reply != nil {
 		g.awaitingJoin++
 	}
-	if t := g.pending[m.id]; t != nil {
-		g.disarm(t)
-		delete(g.pending, m.id)
-	}
+	g.removePending(m.id)
 }
 
 // remove takes a member out of the group; a parked SyncGroup of it is
@@ -262,8 +259,8 @@ func (g *group) kill() {
 	g.disarm(&g.joinTimer)
 	g.disarm(&g.syncTimer)
 	g.disarm(&g.emptyTmr)
-	for _, t := range g.pending {
-		g.disarm(t)
+	for id := range g.pending {
+		g.removePending(id)
 	}
 	for _, m := range g.members {
 		g.disarm(&m.hb)

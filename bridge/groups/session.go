@@ -110,6 +110,7 @@ func (g *group) removePending(id string) {
 	if t := g.pending[id]; t != nil {
 		g.disarm(t)
 		delete(g.pending, id)
+		g.c.pendingIDs.Add(-1)
 	}
 }
 
@@ -118,10 +119,21 @@ func (g *group) expirePending(id string) {
 	if g.pending[id] == nil {
 		return
 	}
-	delete(g.pending, id)
+	g.removePending(id)
 	g.c.log.Debug().Str("group_id", g.id).Str("member_id", id).Msg("pending member id expired")
 	if g.state == StatePreparingRebalance && g.allJoined() {
 		g.completeJoinPhase()
+	}
+	g.forgetIfUnused()
+}
+
+// forgetIfUnused forgets at once a group that never completed a rebalance
+// and has no member and no pending member id: nothing of it is left
+// (Kafka drops such a group, which has no offsets either, on its next
+// cleanup).
+func (g *group) forgetIfUnused() {
+	if g.state == StateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 {
+		g.armEmptyExpiryAfter(0)
 	}
 }
 
@@ -184,13 +196,16 @@ func (g *group) disarm(t *groupTimer) {
 
 // armEmptyExpiry schedules the removal of the group from memory. Its
 // callback takes coordinator.mu before group.mu (the lock order).
-func (g *group) armEmptyExpiry() {
+func (g *group) armEmptyExpiry() { g.armEmptyExpiryAfter(g.c.emptyRetention) }
+
+// armEmptyExpiryAfter schedules the removal after d.
+func (g *group) armEmptyExpiryAfter(d time.Duration) {
 	g.disarm(&g.emptyTmr)
 	g.timerSeq++
 	seq := g.timerSeq
 	g.emptyTmr.seq = seq
 	c := g.c
-	g.emptyTmr.stop = c.clock.AfterFunc(c.emptyRetention, func() {
+	g.emptyTmr.stop = c.clock.AfterFunc(d, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		g.mu.Lock()

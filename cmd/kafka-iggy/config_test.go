@@ -260,6 +260,9 @@ func TestExampleConfigGolden(t *testing.T) {
 				MinSessionTimeout:     6 * time.Second,
 				MaxSessionTimeout:     30 * time.Minute,
 				MaxSize:               2147483647,
+				MaxRebalanceTimeout:   30 * time.Minute,
+				MaxPendingMembers:     10000,
+				EmptyRetention:        24 * time.Hour,
 			},
 			ConsumerGroups: bridge.ConsumerGroupsConfig{HeartbeatInterval: 5 * time.Second, SessionTimeout: 45 * time.Second, MaxSize: 2147483647},
 			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
@@ -445,6 +448,24 @@ func TestBadConfigs(t *testing.T) {
 		{
 			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=change-me-to-32-random-bytes"},
 			want: map[string]string{"peers.secret": `a placeholder (contains "change-me")`},
+		},
+		{
+			args: []string{"--groups.max_pending_members=0", "--groups.max_rebalance_timeout=0s", "--groups.empty_retention=-1s", "--groups.max_size=0"},
+			want: map[string]string{
+				"groups.max_pending_members":   "must be at least 1, got 0",
+				"groups.max_rebalance_timeout": "must be positive",
+				"groups.empty_retention":       "must be positive",
+				"groups.max_size":              "must be at least 1, got 0",
+			},
+		},
+		{
+			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=a-secret-of-forty-bytes-0123456789abcdef",
+				"--peers.max_connections=0", "--peers.max_inflight_calls=100001", "--peers.idle_timeout=0s"},
+			want: map[string]string{
+				"peers.max_connections":    "must be 1..65535, got 0",
+				"peers.max_inflight_calls": "must be 1..100000, got 100001",
+				"peers.idle_timeout":       "must be positive",
+			},
 		},
 		{
 			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=only-31-bytes-long-0123456789ab"},

@@ -141,7 +141,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		router.Start()
 		metrics.SetCoordination(cfg.Coordination.Domain, func() admin.CoordinationStats {
 			st := router.Stats()
-			return admin.CoordinationStats{Shards: st.Shards, Owned: st.Owned, Peers: st.Peers}
+			return admin.CoordinationStats{Shards: st.Shards, Owned: st.Owned, Peers: st.Peers, PeersIn: st.PeersIn, PeersRefused: st.PeersRefused}
 		})
 		// Runs before the Iggy clients close (closers run in reverse).
 		closers = append(closers, router.Close)

@@ -13,6 +13,10 @@ type CoordinationStats struct {
 	Shards int // shards of the domain
 	Owned  int // shards this sidecar serves now
 	Peers  int // peer links with an open connection
+	// PeersIn is the peer connections the listener holds; PeersRefused
+	// counts those it refused or closed over the peer's fault.
+	PeersIn      int
+	PeersRefused int64
 }
 
 // coordinationSeries are the series of the coordination domain (one Kafka
@@ -41,6 +45,17 @@ func (c *coordinationSeries) register(f factory) {
 	f.gaugeFunc("peer_links_up",
 		"Peer links to other sidecars of the domain with an open connection.",
 		read(func(s CoordinationStats) int { return s.Peers }))
+	f.gaugeFunc("peer_connections_in",
+		"Peer connections this sidecar's peer listener holds now (peers.max_connections caps them).",
+		read(func(s CoordinationStats) int { return s.PeersIn }))
+	f.counterFunc("peer_connections_refused_total",
+		"Peer connections refused (past peers.max_connections, failed or timed-out handshake) or closed over a fault (malformed frame, past peers.max_message_bytes, a handler panic); the log line says which.",
+		func() float64 {
+			if s := c.stats.Load(); s != nil {
+				return float64((*s)().PeersRefused)
+			}
+			return 0
+		})
 	c.domain = f.gaugeVec("coordination_domain_info",
 		"Always 1 while the peer link is on; the domain label is coordination.domain (join on instance to group the series above by domain).", "domain")
 }
