@@ -262,7 +262,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, kerr.InvalidTopicException.Code
 		}
-		name, info, err := p.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := p.b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic id lookup failed")
 		}

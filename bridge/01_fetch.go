@@ -370,7 +370,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, 0
 		}
-		name, info, err := f.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := f.b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, f.b.log, rq, err, name, "fetch: topic id lookup failed")
 		}

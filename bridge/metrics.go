@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -58,7 +60,7 @@ func (b *Bridge) instrument(apis []API) []API {
 	for i := range apis {
 		h, key, walk, group := apis[i].Handle, apis[i].Key, apis[i].ErrorCodes, apis[i].Group
 		apis[i].Handle = func(ctx context.Context, rq *Request) (kmsg.Response, error) {
-			resp, err := h(ctx, rq)
+			resp, err := h(auth.Bind(ctx, b.users), rq) // the principal's Iggy sessions
 			if resp != nil && walk != nil {
 				walk(resp, func(code int16) {
 					if code == 0 {

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kafka-iggy/kafka-iggy/auth"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
 )
 
@@ -48,11 +50,37 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
 		}
 	}
+	if cfg.SASL.Authorization == SASLAuthorizationPrincipal {
+		ac.PlainIsIggyUser = cfg.SASL.Mode == SASLModeIggy
+		if f := cfg.SASL.IggyUsersFile; f != "" {
+			users, err := auth.LoadIggyUsers(f)
+			if err != nil {
+				return nil, fmt.Errorf("sasl.iggy_users_file: %w", err)
+			}
+			ac.IggyUsers = users
+			log.Info().Str("iggy_users_file", f).Int("principals", len(users)).Msg("sasl: principals mapped to Iggy users")
+		}
+	}
 	a, err := auth.New(ac, log)
 	if err != nil {
 		return nil, fmt.Errorf("sasl: %w", err)
 	}
 	return a, nil
+}
+
+// sessionBytes is what one principal session is charged to the memory
+// budget: its frame, reply and message buffers at their usual high water.
+const sessionBytes = 256 << 10
+
+// principalPools returns the per-principal Iggy session pools of
+// sasl.authorization principal, nil when requests run as iggy.username.
+func principalPools(cfg Config, client *iggy.Client, b *budget.Budget, log zerolog.Logger) *iggy.Users {
+	if !cfg.SASL.Enabled || cfg.SASL.Authorization != SASLAuthorizationPrincipal {
+		return nil
+	}
+	p := cfg.SASL.Principals
+	return iggy.NewUsers(client, iggy.UsersConfig{PoolSize: p.PoolSize, MaxPools: p.Max, IdleTimeout: p.IdleTimeout, SessionBytes: sessionBytes},
+		b, log.With().Str("component", "principals").Logger())
 }
 
 // runScram is `kafka-iggy scram`: it reads a password (the first line of

@@ -105,6 +105,9 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}()
 
 	bopts := bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge(), Budget: budget}
+	if bopts.Users = principalPools(cfg, client, budget, log); bopts.Users != nil {
+		closers = append(closers, bopts.Users.Close)
+	}
 	var router *cluster.Router
 	if cfg.Peers.Enabled() {
 		// One Kafka group across the sidecars of the domain: a control

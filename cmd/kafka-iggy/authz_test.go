@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
+)
+
+// writeFile writes content to a file of the test's temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// twoUsers is an Iggy server with stream kafka holding topics orders and
+// payments, and two users: alice may read and write orders only, bob
+// payments only (per-topic permissions, as an operator grants them).
+type twoUsers struct {
+	addr string
+}
+
+func startTwoUsers(t *testing.T) twoUsers {
+	t.Helper()
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
+	addr := srv.Addr().String()
+	cfg := iggy.DefaultConfig()
+	cfg.Address, cfg.PoolSize = addr, 1
+	root, err := iggy.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := root.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sid, err := root.EnsureStream(ctx, "kafka")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]uint32{}
+	for _, name := range []string{"orders", "payments"} {
+		ti, err := root.CreateTopic(ctx, iggy.TopicRef{Stream: "kafka", Topic: name}, 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = ti.TopicID
+	}
+	for user, topic := range map[string]string{"alice": "orders", "bob": "payments"} {
+		perms := &icodec.SizedPermissions{Permissions: icodec.Permissions{Streams: []icodec.StreamPermissions{{
+			StreamID: sid,
+			Topics:   []icodec.TopicPermissions{{TopicID: ids[topic], ReadTopic: true, PollMessages: true, SendMessages: true}},
+		}}}}
+		if err := root.Do(ctx, &icodec.CreateUserRequest{Username: user, Password: user + "-iggy-pw", Status: icodec.UserStatusActive, Permissions: perms}, nil); err != nil {
+			t.Fatalf("create user %s: %v", user, err)
+		}
+	}
+	return twoUsers{addr: addr}
+}
+
+// startAuthzSidecar starts a sidecar on the Iggy server of u with PLAIN
+// (the Iggy user itself) and SCRAM-SHA-512 principal "payments-app" mapped
+// to Iggy user bob by sasl.iggy_users_file; the sidecar's own Iggy login is
+// root (its logs in __kafka_iggy).
+func startAuthzSidecar(t *testing.T, u twoUsers) *sidecarProc {
+	t.Helper()
+	var scramFile, errb bytes.Buffer
+	if rc := runScram([]string{"--user", "payments-app", "--mechanism", "SCRAM-SHA-512"}, strings.NewReader("app-secret\n"), &scramFile, &errb); rc != 0 {
+		t.Fatalf("scram: %s", errb.String())
+	}
+	return startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+u.addr, "KAFKA_IGGY_SASL__ENABLED=true",
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_LOG__LEVEL=debug",
+		"KAFKA_IGGY_SASL__SCRAM_FILE="+writeFile(t, "scram", scramFile.String()),
+		"KAFKA_IGGY_SASL__IGGY_USERS_FILE="+writeFile(t, "iggy-users", "# principal -> Iggy user\npayments-app user bob bob-iggy-pw\n"))
+}
+
+// produceOne produces one record to topic as m and returns the error.
+func produceOne(t *testing.T, seed, topic string, m sasl.Mechanism) error {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.SASL(m), kgo.RecordRetries(1), kgo.RequestRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v-" + topic)}).FirstErr()
+}
+
+// TestPrincipalAuthorization: two principals act in Iggy as two Iggy users
+// with different permissions (PLAIN alice is Iggy user alice; SCRAM
+// principal payments-app is mapped to Iggy user bob). Each produces,
+// fetches, lists offsets and commits on its own topic; on the other's topic
+// it gets TOPIC_AUTHORIZATION_FAILED in the per-partition fields (the
+// connection stays up), and Metadata for all topics leaves the other's
+// topic out, as Kafka does.
+func TestPrincipalAuthorization(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	u := startTwoUsers(t)
+	p := startAuthzSidecar(t, u)
+	alice := plain.Auth{User: "alice", Pass: "alice-iggy-pw"}.AsMechanism()
+	bob := scram.Auth{User: "payments-app", Pass: "app-secret"}.AsSha512Mechanism()
+
+	for _, c := range []struct {
+		who      string
+		m        sasl.Mechanism
+		own, not string
+	}{{"alice", alice, "orders", "payments"}, {"payments-app", bob, "payments", "orders"}} {
+		if err := produceOne(t, p.kafka, c.own, c.m); err != nil {
+			t.Fatalf("%s produce to %s: %v\n%s", c.who, c.own, err, p.logText())
+		}
+		if err := produceOne(t, p.kafka, c.not, c.m); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Fatalf("%s produce to %s: err = %v, want TOPIC_AUTHORIZATION_FAILED", c.who, c.not, err)
+		}
+
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.SASL(c.m), kgo.RequestRetries(1), kgo.MaxVersions(kversion.V3_0_0())) // topics by name
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm := kadm.NewClient(cl)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+
+		// Metadata for every topic: only the principal's own.
+		td, err := adm.ListTopics(ctx)
+		if err != nil {
+			t.Fatalf("%s list topics: %v", c.who, err)
+		}
+		if names := td.Names(); !slices.Equal(names, []string{c.own}) {
+			t.Errorf("%s sees topics %v, want [%s]", c.who, names, c.own)
+		}
+		// Metadata naming the other topic: TOPIC_AUTHORIZATION_FAILED.
+		// (kadm returns the topic's authorization error as the call's.)
+		td, err = adm.ListTopics(ctx, c.not)
+		if err == nil {
+			err = td[c.not].Err
+		}
+		if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Errorf("%s metadata %s: %v, want TOPIC_AUTHORIZATION_FAILED", c.who, c.not, err)
+		}
+
+		// ListOffsets (a direct request: kadm stops at the metadata refusal).
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.ReplicaID = -1
+		for _, tp := range []string{c.own, c.not} {
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = tp
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Timestamp = -1
+			lt.Partitions = append(lt.Partitions, lp)
+			lo.Topics = append(lo.Topics, lt)
+		}
+		lr, err := direct[*kmsg.ListOffsetsResponse](ctx, cl, lo)
+		if err != nil {
+			t.Fatalf("%s list offsets: %v", c.who, err)
+		}
+		for _, rt := range lr.Topics {
+			for _, rp := range rt.Partitions {
+				want := int16(0)
+				if rt.Topic == c.not {
+					want = kerr.TopicAuthorizationFailed.Code
+				}
+				if rp.ErrorCode != want {
+					t.Errorf("%s list offsets %s/%d: code %d, want %d", c.who, rt.Topic, rp.Partition, rp.ErrorCode, want)
+				}
+			}
+		}
+
+		// Fetch (a direct request: a consumer never fetches a topic its
+		// metadata refused).
+		fr := fetchRaw(ctx, t, p.kafka, c.m, c.own, c.not)
+		for _, ft := range fr.Topics {
+			for _, fp := range ft.Partitions {
+				want := int16(0)
+				if ft.Topic == c.not {
+					want = kerr.TopicAuthorizationFailed.Code
+				}
+				if fp.ErrorCode != want {
+					t.Errorf("%s fetch %s/%d: code %d, want %d", c.who, ft.Topic, fp.Partition, fp.ErrorCode, want)
+				}
+			}
+		}
+
+		// Committed offsets: own topic stored, the other's refused.
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Group, oc.Generation = "g-"+c.who, -1
+		for _, tp := range []string{c.own, c.not} {
+			ot := kmsg.NewOffsetCommitRequestTopic()
+			ot.Topic = tp
+			op := kmsg.NewOffsetCommitRequestTopicPartition()
+			op.Offset = 1
+			ot.Partitions = append(ot.Partitions, op)
+			oc.Topics = append(oc.Topics, ot)
+		}
+		cr, err := direct[*kmsg.OffsetCommitResponse](ctx, cl, oc)
+		if err != nil {
+			t.Fatalf("%s commit: %v", c.who, err)
+		}
+		for _, rt := range cr.Topics {
+			for _, rp := range rt.Partitions {
+				want := int16(0)
+				if rt.Topic == c.not {
+					want = kerr.TopicAuthorizationFailed.Code
+				}
+				if rp.ErrorCode != want {
+					t.Errorf("%s commit %s/%d: code %d, want %d", c.who, rt.Topic, rp.Partition, rp.ErrorCode, want)
+				}
+			}
+		}
+		cancel()
+		cl.Close()
+	}
+	// A principal with no Iggy user (SCRAM authenticated, not mapped) is
+	// refused everything; Iggy users are not Kafka principals unless PLAIN.
+	if err := produceOne(t, p.kafka, "orders", plain.Auth{User: "alice", Pass: "wrong-pw-123"}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("wrong PLAIN password: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+}
+
+// fetchRaw sends one Fetch v12 (topics by name) of partition 0 of each
+// topic, as m.
+func fetchRaw(ctx context.Context, t *testing.T, seed string, m sasl.Mechanism, topics ...string) *kmsg.FetchResponse {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.SASL(m), kgo.MaxVersions(kversion.V3_0_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 10, 1<<20
+	for _, tp := range topics {
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = tp
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+	}
+	resp, err := direct[*kmsg.FetchResponse](ctx, cl, req)
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	return resp
+}
+
+// direct sends req to the seed broker itself (kgo would first split it by
+// partition leader and stop at a metadata refusal).
+func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Request) (R, error) {
+	var zero R
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	return resp.(R), nil
+}
