@@ -94,7 +94,7 @@ func startAuthzSidecar(t *testing.T, u twoUsers) *sidecarProc {
 		t.Fatalf("scram: %s", errb.String())
 	}
 	return startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+u.addr, "KAFKA_IGGY_SASL__ENABLED=true",
-		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_LOG__LEVEL=debug",
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512",
 		"KAFKA_IGGY_SASL__SCRAM_FILE="+writeFile(t, "scram", scramFile.String()),
 		"KAFKA_IGGY_SASL__IGGY_USERS_FILE="+writeFile(t, "iggy-users", "# principal -> Iggy user\npayments-app user bob bob-iggy-pw\n"))
 }
@@ -278,4 +278,26 @@ func direct[R kmsg.Response](ctx context.Context, cl *kgo.Client, req kmsg.Reque
 		return zero, err
 	}
 	return resp.(R), nil
+}
+
+// TestPrincipalAuthorizationJava: kafka-clients as the two principals of
+// TestPrincipalAuthorization: each produces and consumes its own topic and
+// gets TopicAuthorizationException on the other's.
+func TestPrincipalAuthorizationJava(t *testing.T) {
+	run := javaSasl(t)
+	u := startTwoUsers(t)
+	p := startAuthzSidecar(t, u)
+	const denied = "FAIL org.apache.kafka.common.errors.TopicAuthorizationException"
+	for _, c := range []struct{ mech, user, pass, topic, want string }{
+		{"PLAIN", "alice", "alice-iggy-pw", "orders", "OK"},
+		{"PLAIN", "alice", "alice-iggy-pw", "payments", denied},
+		{"SCRAM-SHA-512", "payments-app", "app-secret", "payments", "OK"},
+		{"SCRAM-SHA-512", "payments-app", "app-secret", "orders", denied},
+	} {
+		got := run(p.kafka, c.mech, c.user, c.pass, c.topic)
+		t.Logf("%s %s -> %s: %s", c.mech, c.user, c.topic, got)
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s %s -> %s: %q, want %s...", c.mech, c.user, c.topic, got, c.want)
+		}
+	}
 }
