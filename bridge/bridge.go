@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
@@ -75,6 +76,9 @@ type Options struct {
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
 	Users  *iggy.Users // per-principal Iggy sessions (iggy.NewUsers); nil: all requests run as the client's user
+	// Scram is the SCRAM store with its log in Iggy (APIs 50, 51); nil: a
+	// store of no credentials, changes kept in Iggy.
+	Scram *auth.ScramLog
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -101,6 +105,7 @@ type Bridge struct {
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
 	users         *iggy.Users        // per-principal Iggy sessions (auth.Bind); nil: the client's user
+	scram         *auth.ScramLog     // SCRAM credentials (APIs 50, 51)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -119,7 +124,10 @@ func New(o Options) (*Bridge, error) {
 		log:    o.Log,
 		iggy:   o.Client,
 		notify: newNotifier(),
-		budget: o.Budget, users: o.Users,
+		budget: o.Budget, users: o.Users, scram: o.Scram,
+	}
+	if b.scram == nil {
+		b.scram = auth.NewScramLog(auth.NewScramStore(), o.Client, o.Log)
 	}
 	broker := o.Broker
 	b.broker.Store(&broker)

@@ -20,7 +20,7 @@ import (
 )
 
 // newAuthenticator builds the Kafka listener's SASL from cfg.SASL.
-func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*auth.Authenticator, error) {
+func newAuthenticator(cfg Config, scram *auth.ScramStore, metrics *admin.Metrics, log zerolog.Logger) (*auth.Authenticator, error) {
 	ac := auth.Config{
 		Mechanisms:      cfg.SASL.Mechanisms,
 		SessionLifetime: cfg.SASL.SessionLifetime,
@@ -33,12 +33,7 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 		ac.Plain = auth.NewIggyLogin(cfg.Iggy)
 	}
 	if cfg.SASL.ScramFile != "" {
-		st, err := auth.LoadScramFile(cfg.SASL.ScramFile)
-		if err != nil {
-			return nil, fmt.Errorf("sasl.scram_file: %w", err)
-		}
-		ac.Scram = st
-		log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+		ac.Scram = scram
 	}
 	if o := cfg.SASL.OAuthBearer; slices.Contains(cfg.SASL.Mechanisms, SASLOAuthBearer) {
 		raw, err := auth.ReadJWKS(context.Background(), o.JWKS)
@@ -66,6 +61,21 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 		return nil, fmt.Errorf("sasl: %w", err)
 	}
 	return a, nil
+}
+
+// loadScram returns the SCRAM store seeded from sasl.scram_file (empty
+// without one); AlterUserScramCredentials' changes, kept in Iggy, are
+// applied over it (auth.ScramLog).
+func loadScram(cfg Config, log zerolog.Logger) (*auth.ScramStore, error) {
+	if cfg.SASL.ScramFile == "" {
+		return auth.NewScramStore(), nil
+	}
+	st, err := auth.LoadScramFile(cfg.SASL.ScramFile)
+	if err != nil {
+		return nil, fmt.Errorf("sasl.scram_file: %w", err)
+	}
+	log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+	return st, nil
 }
 
 // sessionBytes is what one principal session is charged to the memory
