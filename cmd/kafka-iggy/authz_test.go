@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,6 +234,25 @@ func TestPrincipalAuthorization(t *testing.T) {
 				}
 			}
 		}
+		// DescribeAcls: the principal's Iggy permissions as ACLs.
+		da := kmsg.NewPtrDescribeACLsRequest()
+		da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny
+		da.Operation, da.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		ar, err := direct[*kmsg.DescribeACLsResponse](ctx, cl, da)
+		if err != nil || ar.ErrorCode != 0 {
+			t.Fatalf("%s describe acls: %v %+v", c.who, err, ar)
+		}
+		var got []string
+		for _, r := range ar.Resources {
+			for _, a := range r.ACLs {
+				got = append(got, fmt.Sprintf("%s %s %s %s", r.ResourceName, a.Principal, a.Operation, a.PermissionType))
+			}
+		}
+		want := []string{c.own + " User:" + c.who + " DESCRIBE ALLOW", c.own + " User:" + c.who + " DESCRIBE_CONFIGS ALLOW",
+			c.own + " User:" + c.who + " READ ALLOW", c.own + " User:" + c.who + " WRITE ALLOW"}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s acls: %q, want %q", c.who, got, want)
+		}
 		cancel()
 		cl.Close()
 	}
@@ -300,4 +320,67 @@ func TestPrincipalAuthorizationJava(t *testing.T) {
 			t.Errorf("%s %s -> %s: %q, want %s...", c.mech, c.user, c.topic, got, c.want)
 		}
 	}
+}
+
+// TestScramAlterSeenByEverySidecar: a SCRAM credential created with
+// AlterUserScramCredentials through one sidecar authenticates through
+// another sidecar of the same Iggy server (the change is kept in Iggy), is
+// listed by DescribeUserScramCredentials there, and a deletion of a
+// credential seeded from the file takes effect everywhere.
+func TestScramAlterSeenByEverySidecar(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
+	var seed, errb bytes.Buffer
+	if rc := runScram([]string{"--user", "alice", "--mechanism", "SCRAM-SHA-512"}, strings.NewReader("alice-secret\n"), &seed, &errb); rc != 0 {
+		t.Fatalf("scram: %s", errb.String())
+	}
+	env := []string{"KAFKA_IGGY_IGGY__ADDRESS=" + srv.Addr().String(), "KAFKA_IGGY_SASL__ENABLED=true",
+		"KAFKA_IGGY_SASL__MECHANISMS=SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE=" + writeFile(t, "scram", seed.String()),
+		"KAFKA_IGGY_SASL__IGGY_USERS_FILE=" + writeFile(t, "iggy-users", "alice user iggy iggy\ncarol user iggy iggy\n")}
+	a, b := startServeProc(t, env...), startServeProc(t, env...)
+	alice := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism()
+	carol := scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism()
+
+	admin := func(addr string, m sasl.Mechanism) *kadm.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(m), kgo.RequestRetries(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	altered, err := admin(a.kafka, alice).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "carol-secret"}})
+	if err != nil || altered.Error() != nil {
+		t.Fatalf("alter through sidecar a: %v %v", err, altered.Error())
+	}
+	// The other sidecar: carol authenticates and produces, and is listed.
+	if err := saslRoundTrip(t, b.kafka, "carol-topic", carol); err != nil {
+		t.Fatalf("carol through sidecar b: %v", err)
+	}
+	described, err := admin(b.kafka, carol).DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["carol"]; d.Err != nil || len(d.CredInfos) != 1 || d.CredInfos[0].Iterations != 4096 {
+		t.Errorf("describe through sidecar b: carol %+v (all: %v)", d, described)
+	}
+	if d := described["alice"]; d.Err != nil || len(d.CredInfos) != 1 {
+		t.Errorf("describe through sidecar b: seeded alice %+v", d)
+	}
+	// Deleting the seeded alice through b: a refuses her (within the one
+	// second its view may lag).
+	deleted, err := admin(b.kafka, carol).AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil)
+	if err != nil || deleted.Error() != nil {
+		t.Fatalf("delete through sidecar b: %v %v", err, deleted.Error())
+	}
+	waitFor(t, 10*time.Second, "alice refused by sidecar a", func() error {
+		if err := saslMetadata(t, a.kafka, alice); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			return fmt.Errorf("alice: %v", err)
+		}
+		return nil
+	})
 }
