@@ -57,11 +57,11 @@ type Session struct {
 	st        state
 	mech      string // chosen by the latest handshake
 	scram     *scramExchange
-	principal string    // "" until the first authentication
+	principal string // "" until the first authentication
 	// cred is how the principal logs in to Iggy (nil: it has no Iggy
 	// user; see Config.IggyUsers).
-	cred *iggy.Credential
-	expires   time.Time // zero: no session lifetime
+	cred    *iggy.Credential
+	expires time.Time // zero: no session lifetime
 }
 
 // Principal returns the authenticated user name ("" before).

@@ -261,8 +261,8 @@ func DefaultConfig() Config {
 			Server: embedded.DefaultConfig(),
 		},
 		SASL: SASLConfig{
-			Mechanisms:   []string{SASLPlain},
-			Mode:         SASLModeIggy,
+			Mechanisms:    []string{SASLPlain},
+			Mode:          SASLModeIggy,
 			FailureDelay:  100 * time.Millisecond,
 			OAuthBearer:   OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second},
 			Authorization: SASLAuthorizationPrincipal,
