@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,4 +384,72 @@ func TestScramAlterSeenByEverySidecar(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestIggyUserProvision: `kafka-iggy iggy-user` (what deploy/'s Job runs)
+// creates the app's Iggy user with its streams' permissions only; a
+// sidecar logged in as that user (not root) creates topics, produces with
+// an idempotent producer, consumes in a group and commits; the user may
+// not touch another stream; a second run (an upgrade) succeeds.
+func TestIggyUserProvision(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	srv := embedtest.Start(t, "127.0.0.1:0", nil)
+	addr := srv.Addr().String()
+	env := map[string]string{"IGGY_ADMIN_USERNAME": "iggy", "IGGY_ADMIN_PASSWORD": "iggy", "IGGY_APP_USERNAME": "orders-app", "IGGY_APP_PASSWORD": "orders-app-pw"}
+	for run := 1; run <= 2; run++ {
+		var out, errb bytes.Buffer
+		if rc := runIggyUser([]string{"--address", addr}, func(k string) string { return env[k] }, &out, &errb); rc != 0 {
+			t.Fatalf("run %d: rc %d: %s", run, rc, errb.String())
+		}
+		t.Logf("run %d: %s", run, strings.TrimSpace(out.String()))
+	}
+	var errb bytes.Buffer
+	if rc := runIggyUser([]string{"--address", addr}, func(string) string { return "" }, io.Discard, &errb); rc != 2 || !strings.Contains(errb.String(), "IGGY_ADMIN_USERNAME is not set") {
+		t.Errorf("without credentials: rc %d %q", rc, errb.String())
+	}
+
+	p := startServeProc(t, "KAFKA_IGGY_IGGY__ADDRESS="+addr, "KAFKA_IGGY_IGGY__USERNAME=orders-app", "KAFKA_IGGY_IGGY__PASSWORD=orders-app-pw")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DefaultProduceTopic("orders"), kgo.ConsumerGroup("orders-group"),
+		kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatalf("create topic as the app user: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("o1")}).FirstErr(); err != nil {
+		t.Fatalf("idempotent produce as the app user: %v\n%s", err, p.logText())
+	}
+	for got := false; !got; {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume as the app user: %v", err)
+		}
+		got = fs.NumRecords() > 0
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("commit as the app user: %v", err)
+	}
+	if refused := grepLines(p.logText(), "Unauthorized"); refused != "" {
+		t.Errorf("the sidecar met refusals as the app user:\n%s", refused)
+	}
+	// The user has nothing outside its streams: another stream is refused.
+	cfg := iggy.DefaultConfig()
+	cfg.Address, cfg.Username, cfg.Password, cfg.PoolSize = addr, "orders-app", "orders-app-pw", 1
+	app, err := iggy.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if err := app.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.CreateStream(ctx, "other"); !iggy.IsUnauthorized(err) {
+		t.Errorf("app user creating a stream: %v, want Unauthorized", err)
+	}
 }
