@@ -235,6 +235,25 @@ func TestPrincipalAuthorization(t *testing.T) {
 				}
 			}
 		}
+		// OffsetFetch of every topic: the other's topic is left out.
+		of := kmsg.NewPtrOffsetFetchRequest() // v8 (Kafka 3.0): groups
+		og := kmsg.NewOffsetFetchRequestGroup()
+		og.Group = "g-" + c.who
+		of.Groups = append(of.Groups, og)
+		fr2, err := direct[*kmsg.OffsetFetchResponse](ctx, cl, of)
+		if err != nil || len(fr2.Groups) != 1 || fr2.Groups[0].ErrorCode != 0 {
+			t.Fatalf("%s offset fetch: %v %+v", c.who, err, fr2)
+		}
+		var fetched []string
+		for _, ft := range fr2.Groups[0].Topics {
+			for _, fp := range ft.Partitions {
+				fetched = append(fetched, fmt.Sprintf("%s/%d=%d code %d", ft.Topic, fp.Partition, fp.Offset, fp.ErrorCode))
+			}
+		}
+		if wantF := []string{c.own + "/0=1 code 0"}; !slices.Equal(fetched, wantF) {
+			t.Errorf("%s offset fetch of every topic: %v, want %v", c.who, fetched, wantF)
+		}
+
 		// DescribeAcls: the principal's Iggy permissions as ACLs.
 		da := kmsg.NewPtrDescribeACLsRequest()
 		da.ResourceType, da.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.ACLResourcePatternTypeAny
