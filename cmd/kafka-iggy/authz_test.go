@@ -235,6 +235,25 @@ func TestPrincipalAuthorization(t *testing.T) {
 				}
 			}
 		}
+		// DescribeTopicPartitions of every topic (kafka-topics --describe):
+		// the other's topic is left out.
+		cl4, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.SASL(c.m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dt, err := direct[*kmsg.DescribeTopicPartitionsResponse](ctx, cl4, kmsg.NewPtrDescribeTopicPartitionsRequest())
+		cl4.Close()
+		if err != nil {
+			t.Fatalf("%s describe topic partitions: %v", c.who, err)
+		}
+		var described []string
+		for _, dtt := range dt.Topics {
+			described = append(described, fmt.Sprintf("%s %d", *dtt.Topic, dtt.ErrorCode))
+		}
+		if wantD := []string{"__consumer_offsets 0", c.own + " 0"}; !slices.Equal(described, wantD) {
+			t.Errorf("%s describe topic partitions: %v, want %v", c.who, described, wantD)
+		}
+
 		// OffsetFetch of every topic: the other's topic is left out.
 		of := kmsg.NewPtrOffsetFetchRequest() // v8 (Kafka 3.0): groups
 		og := kmsg.NewOffsetFetchRequestGroup()
