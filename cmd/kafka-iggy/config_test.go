@@ -874,8 +874,8 @@ func TestHelmChartConfig(t *testing.T) {
 		}
 		return out
 	}
-	cfg, side := podConfig(t, render())
-	checkPodConfig(t, cfg, side, "iggy", "iggy")
+	cfg, side := podConfig(t, render("--set", "iggy.password=app-iggy-pw"))
+	checkPodConfig(t, cfg, side, "orders-app", "app-iggy-pw") // the app's own Iggy user, never root
 
 	cfg, side = podConfig(t, render("--set", "iggy.existingSecret=login", "--set", "config.iggy.pool_size=8",
 		"--set-string", `config.topics.overrides.orders\.v1=shop/orders`, "--set", "sidecar.ports.admin=9500"))
