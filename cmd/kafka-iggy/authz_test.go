@@ -491,3 +491,50 @@ func TestIggyUserProvision(t *testing.T) {
 		t.Errorf("app user creating a stream: %v, want Unauthorized", err)
 	}
 }
+
+// TestPrincipalAuthorizationAcrossSidecars: with the peer link on (groups
+// coordinated across the deployment's sidecars), a principal's group
+// consumes its own topic through either sidecar; the domain's own records
+// stay the sidecars' (no refusal logged).
+func TestPrincipalAuthorizationAcrossSidecars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	u := startTwoUsers(t)
+	env := []string{"KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN"}
+	a, b := startClusterSidecar(t, u.addr, env...), startClusterSidecar(t, u.addr, env...)
+	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-iggy-pw"}.AsMechanism())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, s := range []*sidecarProc{a, b} {
+		p, err := kgo.NewClient(kgo.SeedBrokers(s.kafka), alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("alice produce through %s: %v", s.kafka, err)
+		}
+		p.Close()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.kafka), alice, kgo.ConsumerGroup(fmt.Sprintf("alice-group-%d", i)),
+			kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for got := false; !got; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("alice's group through %s: %v", s.kafka, err)
+			}
+			got = fs.NumRecords() > 0
+		}
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("alice's commit through %s: %v", s.kafka, err)
+		}
+		cl.Close()
+	}
+	for _, s := range []*sidecarProc{a, b} {
+		if refused := grepLines(s.logText(), "Unauthorized"); refused != "" {
+			t.Errorf("sidecar %s met refusals of its own records:\n%s", s.kafka, refused)
+		}
+	}
+}
