@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 // Mechanism names as clients send them in SaslHandshake.
@@ -80,6 +82,15 @@ type Config struct {
 	OAuth *OAuth
 	// Metrics receives outcomes; nil means NopMetrics.
 	Metrics Metrics
+	// PlainIsIggyUser: a PLAIN principal is the Iggy user of the same name,
+	// logged in with the password it authenticated with (PLAIN checked
+	// by an Iggy login).
+	PlainIsIggyUser bool
+	// IggyUsers maps principals to the Iggy credentials their requests
+	// run with (SCRAM, OAUTHBEARER and static PLAIN principals). A
+	// principal in neither has no Iggy user: its requests are refused as
+	// unauthorized (see Bind).
+	IggyUsers map[string]iggy.Credential
 }
 
 // Authenticator is the listener-wide part of SASL: what is offered and
@@ -120,6 +131,18 @@ func New(cfg Config, log zerolog.Logger) (*Authenticator, error) {
 	}
 	cfg.Mechanisms = slices.Clone(cfg.Mechanisms)
 	return &Authenticator{cfg: cfg, log: log}, nil
+}
+
+// iggyUser is the Iggy credential of a principal that authenticated with
+// mech (pass: the PLAIN password), nil when it has none.
+func (a *Authenticator) iggyUser(mech, user, pass string) *iggy.Credential {
+	if mech == Plain && a.cfg.PlainIsIggyUser {
+		return &iggy.Credential{Username: user, Password: pass}
+	}
+	if c, ok := a.cfg.IggyUsers[user]; ok {
+		return &c
+	}
+	return nil
 }
 
 // Mechanisms returns the offered mechanisms (a copy).

@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,19 +18,19 @@ import (
 
 // checkPlain parses a PLAIN token ([authzid] NUL authcid NUL passwd, RFC
 // 4616) and checks it; it returns the user name.
-func (a *Authenticator) checkPlain(ctx context.Context, token []byte) (string, error) {
+func (a *Authenticator) checkPlain(ctx context.Context, token []byte) (user, pass string, err error) {
 	parts := bytes.Split(token, []byte{0})
 	if len(parts) != 3 {
-		return "", errors.New("PLAIN token is not authzid NUL user NUL password")
+		return "", "", errors.New("PLAIN token is not authzid NUL user NUL password")
 	}
 	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
 	if user == "" || pass == "" {
-		return user, errors.New("PLAIN token with an empty user name or password")
+		return user, "", errors.New("PLAIN token with an empty user name or password")
 	}
 	if authz != "" && authz != user {
-		return user, errors.New("PLAIN authorization id differs from the user name")
+		return user, "", errors.New("PLAIN authorization id differs from the user name")
 	}
-	return user, a.cfg.Plain.CheckPlain(ctx, user, pass)
+	return user, pass, a.cfg.Plain.CheckPlain(ctx, user, pass)
 }
 
 // StaticUsers checks PLAIN credentials against a fixed map of user name to
@@ -90,4 +92,37 @@ func (l *IggyLogin) CheckPlain(ctx context.Context, user, password string) error
 	default:
 		return fmt.Errorf("iggy login unavailable: %w", err)
 	}
+}
+
+// LoadIggyUsers reads the principal -> Iggy user file of
+// sasl.iggy_users_file: one line per principal, `<principal> user
+// <iggy-user> <password>` or `<principal> token <personal-access-token>`,
+// blank lines and # comments ignored. Errors name the line, never a secret.
+func LoadIggyUsers(path string) (map[string]iggy.Credential, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]iggy.Credential{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		var c iggy.Credential
+		switch {
+		case len(f) == 4 && f[1] == "user":
+			c = iggy.Credential{Username: f[2], Password: f[3]}
+		case len(f) == 3 && f[1] == "token":
+			c = iggy.Credential{Token: f[2]}
+		default:
+			return nil, fmt.Errorf("line %d: want `<principal> user <iggy-user> <password>` or `<principal> token <token>`", i+1)
+		}
+		if _, dup := out[f[0]]; dup {
+			return nil, fmt.Errorf("line %d: principal %q listed twice", i+1, f[0])
+		}
+		out[f[0]] = c
+	}
+	return out, nil
 }

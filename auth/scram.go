@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MinIterations is the lowest SCRAM iteration count accepted (Kafka's).
@@ -84,8 +85,12 @@ func (c ScramCredential) Line(user, mech string) string {
 
 // ScramStore holds the SCRAM credentials of every user and mechanism.
 type ScramStore struct {
+	mu      sync.RWMutex
 	creds   map[string]ScramCredential // mechanism + " " + user
 	fakeKey []byte                     // derives the fake salt of unknown users
+	// refresh, when set (ScramLog), brings the store up to date with the
+	// alterations kept in Iggy before a lookup.
+	refresh func()
 }
 
 // NewScramStore returns an empty store.
@@ -96,10 +101,18 @@ func NewScramStore() *ScramStore {
 }
 
 // Add stores user's credential for mech.
-func (st *ScramStore) Add(user, mech string, c ScramCredential) { st.creds[mech+" "+user] = c }
+func (st *ScramStore) Add(user, mech string, c ScramCredential) {
+	st.mu.Lock()
+	st.creds[mech+" "+user] = c
+	st.mu.Unlock()
+}
 
 // Len returns the number of credentials stored.
-func (st *ScramStore) Len() int { return len(st.creds) }
+func (st *ScramStore) Len() int {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return len(st.creds)
+}
 
 // LoadScramFile reads a credential file: one Line per user and mechanism;
 // blank lines and lines starting with # are skipped.
@@ -182,7 +195,13 @@ func parseLine(line string) (user, mech string, c ScramCredential, err error) {
 // one (a salt derived from the user name, so it is stable across attempts,
 // and random keys) that goes through the same computation and fails.
 func (st *ScramStore) lookup(mech, user string) ScramCredential {
-	if c, ok := st.creds[mech+" "+user]; ok {
+	if st.refresh != nil {
+		st.refresh()
+	}
+	st.mu.RLock()
+	c, ok := st.creds[mech+" "+user]
+	st.mu.RUnlock()
+	if ok {
 		return c
 	}
 	h := newHash(mech)

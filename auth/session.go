@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 // state is where a connection is in SASL.
@@ -55,8 +57,11 @@ type Session struct {
 	st        state
 	mech      string // chosen by the latest handshake
 	scram     *scramExchange
-	principal string    // "" until the first authentication
-	expires   time.Time // zero: no session lifetime
+	principal string // "" until the first authentication
+	// cred is how the principal logs in to Iggy (nil: it has no Iggy
+	// user; see Config.IggyUsers).
+	cred    *iggy.Credential
+	expires time.Time // zero: no session lifetime
 }
 
 // Principal returns the authenticated user name ("" before).
@@ -64,6 +69,27 @@ func (s *Session) Principal() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.principal
+}
+
+// Bind returns ctx bound to the Iggy session pool of the principal of
+// ctx's connection (users nil, no SASL or not authenticated yet: ctx
+// unchanged). A principal without an Iggy user gets a context whose Iggy
+// calls are refused as unauthorized.
+func Bind(ctx context.Context, users *iggy.Users) context.Context {
+	s := FromContext(ctx)
+	if users == nil || s == nil {
+		return ctx
+	}
+	s.mu.Lock()
+	principal, cred := s.principal, s.cred
+	s.mu.Unlock()
+	switch {
+	case principal == "":
+		return ctx
+	case cred == nil:
+		return iggy.Refused(ctx, iggy.ErrNoIggyUser)
+	}
+	return users.Bind(ctx, *cred)
 }
 
 // Gate reports whether a request of key may be served now; an error means
@@ -149,13 +175,13 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 	default:
 		return Result{Code: kerr.IllegalSaslState.Code, Message: "SaslAuthenticate before SaslHandshake"}
 	}
-	var user string
+	var user, pass string
 	var out []byte
 	var err error
 	var tokenExpiry time.Time
 	switch mech {
 	case Plain:
-		user, err = s.a.checkPlain(ctx, token)
+		user, pass, err = s.a.checkPlain(ctx, token)
 	case OAuthBearer:
 		var bearer string
 		if bearer, err = parseOAuthMessage(token); err == nil {
@@ -178,6 +204,7 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 	}
 	reauth := s.principal != ""
 	s.principal, s.st, s.scram = user, stAuthenticated, nil
+	s.cred = s.a.iggyUser(mech, user, pass)
 	lifetime := s.a.cfg.SessionLifetime
 	if !tokenExpiry.IsZero() && (lifetime == 0 || tokenExpiry.Sub(now) < lifetime) {
 		// A token's session ends with the token (KIP-368).

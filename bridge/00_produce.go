@@ -15,7 +15,7 @@ package bridge
 //     v1 (codec/records, KAFKA-ON-IGGY §2): record batches v2 and magic 0/1
 //     message sets, codecs none/gzip/snappy/lz4/zstd, one Kafka record = one
 //     Iggy message. Decompression of the whole request shares ONE
-//     DecompressBudget of produceDecompressBudget bytes (Kafka's
+//     DecompressBudget of budget.DecompressLimit bytes (Kafka's
 //     socket.request.max.bytes default, what the front door accepts as a
 //     frame) and at most a quarter of the memory budget, taken from it
 //     (twice: the records and their Iggy messages) before anything is
@@ -162,7 +162,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		return p.answer(req, resp)
 	}
 
-	limit, release, ok := b.decompressAllowance(ctx, req)
+	limit, release, ok := b.budget.DecompressAllowance(ctx, produceCompressed(req), req.TimeoutMillis)
 	if !ok { // no room to decompress in time: retriable, as Kafka's timeouts are
 		setProduceCodes(resp, kerr.RequestTimedOut.Code)
 		return p.answer(req, resp)
@@ -262,7 +262,7 @@ func (p *producer) resolve(ctx context.Context, rq *Request, t *kmsg.ProduceRequ
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, kerr.InvalidTopicException.Code
 		}
-		name, info, err := p.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := p.b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, b.log, rq, err, name, "produce: topic id lookup failed")
 		}

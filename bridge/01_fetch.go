@@ -83,6 +83,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -118,7 +119,7 @@ type fetcher struct {
 
 // fetchCharge is the row's memory charge (API.FrameCharge): a 33-byte
 // partition (v12) answers a partition entry (struct ~140 bytes, encoded
-// ~30); the record bytes draw from the budget on their own (fetchreserve.go).
+// ~30); the record bytes draw from the budget on their own (budget.FetchReserve).
 const fetchCharge = 16
 
 func (b *Bridge) fetchAPI() API {
@@ -215,7 +216,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	minBytes := min(int(req.MinBytes), respMax)
 
 	buf := records.NewFetchBuffer()
-	res := &fetchReserve{budget: f.b.budget, deadline: deadline}
+	res := &budget.FetchReserve{Budget: f.b.budget, Deadline: deadline}
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
@@ -245,7 +246,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 // passes or the client leaves. With more partitions than topics the
 // interval check is one GET_TOPIC per topic (every partition's end offset)
 // instead of one poll per partition.
-func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchReserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
+func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *budget.FetchReserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
 	byTopic := fetchTopicsCheaper(parts)
 	var timer *time.Timer
 	for {
@@ -370,7 +371,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 		if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 			return consumerOffsetsTopic, nil, 0
 		}
-		name, info, err := f.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := f.b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return "", nil, dataErrCode(ctx, f.b.log, rq, err, name, "fetch: topic id lookup failed")
 		}
@@ -399,10 +400,10 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 // available).
 // The pass draws on the memory budget through res: the response gets what
 // the budget grants within respMax.
-func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchReserve, respMax int) (int, bool, bool) {
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *budget.FetchReserve, respMax int) (int, bool, bool) {
 	buf.B = buf.B[:0]
-	respMax, granted := res.grow(ctx, respMax)
-	defer func() { res.settle(len(buf.B)) }()
+	respMax, granted := res.Grow(ctx, respMax)
+	defer func() { res.Settle(len(buf.B)) }()
 	failed, cut := false, false
 	// No record returned yet: the next one goes in whatever its size
 	// (unless the budget granted nothing at all).
@@ -714,7 +715,7 @@ func fetchPollCount(remaining, avg int, atLeastOne bool) uint32 {
 		return uint32(min(remaining/1024+1, fetchProbeCount))
 	}
 	n := remaining/avg + 1
-	n = min(n, fetchMaxPollCount, max(fetchMaxPollBytes/avg, 1))
+	n = min(n, fetchMaxPollCount, max(budget.FetchMaxPollBytes/avg, 1))
 	return uint32(n)
 }
 
@@ -724,7 +725,7 @@ func topicAvgMessageSize(info *iggy.TopicInfo, partition int32) int {
 	for i := range info.Details.Partitions {
 		p := &info.Details.Partitions[i]
 		if p.ID == uint32(partition) && p.MessagesCount > 0 {
-			return int(min(p.SizeBytes/p.MessagesCount, fetchMaxPollBytes))
+			return int(min(p.SizeBytes/p.MessagesCount, budget.FetchMaxPollBytes))
 		}
 	}
 	return 0

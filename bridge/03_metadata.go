@@ -83,7 +83,7 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic == nil {
-				n, ok := b.topicIDs.name(ctx, t.TopicID, receivedAt(rq))
+				n, ok := b.topicIDs.Name(ctx, t.TopicID, receivedAt(rq))
 				if t.TopicID == internalTopicID(consumerOffsetsTopic) {
 					n, ok = consumerOffsetsTopic, false
 				}
@@ -123,7 +123,9 @@ func (b *Bridge) handleMetadata(ctx context.Context, rq *Request) (kmsg.Response
 		} else {
 			info, err = b.lookupTopic(ctx, name)
 		}
-		if err != nil {
+		if err != nil && all && iggy.IsUnauthorized(err) {
+			continue // Kafka leaves out the topics a principal may not describe
+		} else if err != nil {
 			rt.ErrorCode = kafkaCode(err, scopeData)
 			if rt.ErrorCode == kerr.UnknownServerError.Code {
 				b.log.Warn().Err(err).Str("topic", name).Uint32("iggy_code", iggyCode(err)).Msg("metadata: topic lookup failed")

@@ -177,7 +177,7 @@ func (c *offsetCommitter) checkGroup(ctx context.Context, rq *Request, req *kmsg
 func (c *offsetCommitter) resolve(ctx context.Context, rq *Request, t *kmsg.OffsetCommitRequestTopic) (string, *iggy.TopicInfo, int16) {
 	b := c.b
 	if rq.Version >= 10 {
-		name, info, err := c.b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+		name, info, err := c.b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 		if err != nil {
 			return name, nil, offsetErrCode(ctx, b.log, rq, err, "", name, "offset commit: topic id lookup failed")
 		}

@@ -254,7 +254,7 @@ func (f *offsetFetcher) fetchGroup(ctx context.Context, rq *Request, group strin
 // not exist) or by id (UNKNOWN_TOPIC_ID when no topic has it).
 func (f *offsetFetcher) resolve(ctx context.Context, rq *Request, group string, w *fetchWant) (string, *iggy.TopicInfo, int16) {
 	if w.byID {
-		name, info, err := f.b.topicIDs.lookup(ctx, w.id, receivedAt(rq))
+		name, info, err := f.b.topicIDs.Lookup(ctx, w.id, receivedAt(rq))
 		if err != nil {
 			return name, nil, f.readFailed(ctx, rq, err, group, name, "offset fetch: topic id lookup failed")
 		}

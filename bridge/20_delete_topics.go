@@ -107,7 +107,7 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 		if t.Topic != nil {
 			name = *t.Topic
 		} else {
-			n, ok := b.topicIDs.name(ctx, t.TopicID, receivedAt(rq))
+			n, ok := b.topicIDs.Name(ctx, t.TopicID, receivedAt(rq))
 			if !ok {
 				answer(nil, t.TopicID, kerr.UnknownTopicID.Code, "")
 				continue

@@ -114,7 +114,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		for _, t := range req.Topics {
 			name, info, err := consumerOffsetsTopic, &iggy.TopicInfo{}, error(nil)
 			if t.TopicID != md.IDs[consumerOffsetsTopic] {
-				name, info, err = b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+				name, info, err = b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq))
 			}
 			if err != nil {
 				return answer(kerr.CoordinatorNotAvailable.Code, "resolving a topic id in Iggy failed")

@@ -13,6 +13,8 @@ package bridge
 //     at Kafka's default max.request.partition.size.limit, 2000) from the
 //     Cursor (topic, first partition) on; when partitions are left,
 //     NextCursor names the next one.
+//   - Every topic: those Iggy refuses the principal (sasl.authorization
+//     principal) are left out, as Kafka leaves out what it may not describe.
 //   - Unknown topics (and names Kafka refuses) answer
 //     UNKNOWN_TOPIC_OR_PARTITION with the name and a zero id; Iggy
 //     failures the retriable code of errors.go.
@@ -27,6 +29,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -94,6 +97,8 @@ func (b *Bridge) handleDescribeTopicPartitions(ctx context.Context, rq *Request)
 		rt.AuthorizedOperations = topicAuthorizedOps
 		info, count, code := b.topicForAdmin(ctx, name, false)
 		switch {
+		case code == kerr.TopicAuthorizationFailed.Code && len(req.Topics) == 0:
+			continue // every topic: Kafka leaves out what the principal may not describe
 		case code != 0:
 			rt.ErrorCode = code
 		case info == nil:

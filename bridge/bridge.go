@@ -9,8 +9,8 @@
 // enforces it).
 //
 // Floor: what several APIs share. bridge.go, api.go, request.go: the
-// Bridge, the Table, the request; topics.go: TopicMapping; topicindex.go:
-// the topic-id index; dataplane.go: partition checks, data-scope errors and
+// Bridge, the Table, the request; topics.go: TopicMapping (the topic-id
+// index is bridge/topicids); dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
 // defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
 // internaltopics.go, metrics.go. Below the floor, packages that
@@ -33,6 +33,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/clientmetrics"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
@@ -42,6 +43,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicids"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -74,6 +76,10 @@ type Options struct {
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
+	Users  *iggy.Users // per-principal Iggy sessions (iggy.NewUsers); nil: all requests run as the client's user
+	// Scram is the SCRAM store with its log in Iggy (APIs 50, 51); nil: a
+	// store of no credentials, changes kept in Iggy.
+	Scram *auth.ScramLog
 }
 
 // Bridge holds the Kafka-side state of the sidecar.
@@ -84,7 +90,7 @@ type Bridge struct {
 	broker   atomic.Pointer[Broker]
 	table    *Table
 	topics   *topicMap
-	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
+	topicIDs *topicids.Index // Kafka topic ids -> names (bridge/topicids)
 	notify   *notifier
 	groups   groups.Service        // consumer groups (bridge/groups, or the cluster router)
 	cgroups  cgroups.Service       // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
@@ -101,10 +107,11 @@ type Bridge struct {
 	metrics       Metrics              // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget       // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store     // client metrics (KIP-714); nil when disabled
+	users         *iggy.Users          // per-principal Iggy sessions (auth.Bind); nil: the client's user
+	scram         *auth.ScramLog       // SCRAM credentials (APIs 50, 51)
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
-
 }
 
 // New builds a Bridge and its API table.
@@ -120,12 +127,16 @@ func New(o Options) (*Bridge, error) {
 		log:    o.Log,
 		iggy:   o.Client,
 		notify: newNotifier(),
-		budget: o.Budget,
+		budget: o.Budget, users: o.Users, scram: o.Scram,
+	}
+	if b.scram == nil {
+		b.scram = auth.NewScramLog(auth.NewScramStore(), o.Client, o.Log)
 	}
 	broker := o.Broker
 	b.broker.Store(&broker)
 	b.topics = newTopicMap(o.Config.Topics)
-	b.topicIDs = newTopicIDIndex(b)
+	b.topicIDs = topicids.New(topicids.Deps{Client: b.iggy, Stream: o.Config.Topics.DefaultStream, Overrides: b.topics.override,
+		KafkaName: b.topics.kafkaName, Lookup: b.lookupTopic, ID: topicID})
 	b.metrics = o.Metrics
 	if b.metrics == nil {
 		b.metrics = NopMetrics{}
@@ -278,7 +289,7 @@ func (b *Bridge) clusterIDFor(ctx context.Context) string {
 		return b.clusterID
 	}
 	var md icodec.GetClusterMetadataResponse
-	if err := b.iggy.Do(ctx, &icodec.GetClusterMetadataRequest{}, &md); err != nil {
+	if err := b.iggy.Do(iggy.Sidecar(ctx), &icodec.GetClusterMetadataRequest{}, &md); err != nil {
 		return ""
 	}
 	names := make([]string, 0, len(md.Nodes))

@@ -19,7 +19,7 @@ func TestOffsetsScopeCodes(t *testing.T) {
 		iggy.ErrSessionLost:                 kerr.CoordinatorLoadInProgress.Code,
 		icodec.StatusInvalidOffset:          kerr.OffsetOutOfRange.Code,
 		icodec.StatusTopicIDNotFound:        kerr.UnknownTopicOrPartition.Code,
-		icodec.StatusUnauthorized:           kerr.GroupAuthorizationFailed.Code,
+		icodec.StatusUnauthorized:           kerr.TopicAuthorizationFailed.Code, // Iggy refuses the topic
 		icodec.StatusInvalidCommand:         kerr.UnknownServerError.Code,
 		icodec.StatusConsumerOffsetNotFound: kerr.UnknownServerError.Code,
 	} {

@@ -87,7 +87,7 @@ func pollIggy(ctx context.Context, client *iggy.Client, ref iggy.TopicRef, parti
 // pollTail is pollIggy on the bridge's client: bridge/producers reads
 // partition tails and its lease topic with it.
 func (b *Bridge) pollTail(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return pollIggy(ctx, b.iggy, ref, partition, kind, value, count)
+	return pollIggy(iggy.Sidecar(ctx), b.iggy, ref, partition, kind, value, count)
 }
 
 // fetchConsumer is the single consumer every read polls with: numeric id

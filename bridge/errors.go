@@ -52,8 +52,8 @@ func kafkaCode(err error, scope errScope) int16 {
 	if errors.Is(err, iggy.ErrMessageTooLarge) {
 		return kerr.MessageTooLarge.Code
 	}
-	if iggy.IsUnauthorized(err) {
-		if scope == scopeGroup || scope == scopeOffsets {
+	if iggy.IsUnauthorized(err) { // Iggy refuses per topic; only group state is the group's (KAFKA-ON-IGGY §7)
+		if scope == scopeGroup {
 			return kerr.GroupAuthorizationFailed.Code
 		}
 		return kerr.TopicAuthorizationFailed.Code

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -60,7 +62,7 @@ func (b *Bridge) instrument(apis []API) []API {
 		h, key, walk, group := apis[i].Handle, apis[i].Key, apis[i].ErrorCodes, apis[i].Group
 		apis[i].Handle = func(ctx context.Context, rq *Request) (kmsg.Response, error) {
 			start := time.Now()
-			resp, err := h(ctx, rq)
+			resp, err := h(auth.Bind(ctx, b.users), rq)                    // the principal's Iggy sessions
 			if t, ok := resp.(throttled); ok && !requestQuotaExempt[key] { // request_percentage (quotas.go)
 				if ms, cur := b.quotaTime(ctx, rq, time.Since(start)), int32(0); ms > 0 {
 					if cur, _ = t.Throttle(); ms > cur {

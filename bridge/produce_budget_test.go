@@ -35,13 +35,13 @@ func TestDecompressAllowanceDrawsFromBudget(t *testing.T) {
 	b := &Bridge{budget: budget.New(total)}
 	ctx := context.Background()
 
-	limit, release, ok := b.decompressAllowance(ctx, produceWithCodec(0))
-	if !ok || limit != produceDecompressBudget || b.budget.InUse() != 0 {
+	limit, release, ok := b.budget.DecompressAllowance(ctx, produceCompressed(produceWithCodec(0)), produceWithCodec(0).TimeoutMillis)
+	if !ok || limit != budget.DecompressLimit || b.budget.InUse() != 0 {
 		t.Fatalf("uncompressed: limit %d ok %v, %d in use", limit, ok, b.budget.InUse())
 	}
 	release()
 
-	limit, release, ok = b.decompressAllowance(ctx, produceWithCodec(1))
+	limit, release, ok = b.budget.DecompressAllowance(ctx, produceCompressed(produceWithCodec(1)), produceWithCodec(1).TimeoutMillis)
 	if !ok || limit != total/4 || b.budget.InUse() != total/2 {
 		t.Fatalf("gzip: limit %d ok %v, %d in use; want %d, %d", limit, ok, b.budget.InUse(), total/4, total/2)
 	}
@@ -53,7 +53,7 @@ func TestDecompressAllowanceDrawsFromBudget(t *testing.T) {
 	b.budget.Charge(total) // the budget is all held
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, ok := b.decompressAllowance(cancelled, produceWithCodec(4)); ok {
+	if _, _, ok := b.budget.DecompressAllowance(cancelled, produceCompressed(produceWithCodec(4)), produceWithCodec(4).TimeoutMillis); ok {
 		t.Fatal("served with no room in the budget")
 	}
 }

@@ -136,7 +136,11 @@ func (b *Bridge) listTopics(ctx context.Context) ([]string, error) {
 	var out []string
 	var resp icodec.GetTopicsResponse
 	req := icodec.GetTopicsRequest{StreamID: iggy.TopicRef{Stream: b.cfg.Topics.DefaultStream}.StreamID()}
-	switch err := b.iggy.Do(ctx, &req, &resp); {
+	err := b.iggy.Do(ctx, &req, &resp)
+	if iggy.IsUnauthorized(err) { // per-topic permissions: Metadata hides what GET_TOPIC refuses
+		err = b.iggy.Do(iggy.Sidecar(ctx), &req, &resp)
+	}
+	switch {
 	case err == nil:
 		for _, t := range resp.Topics {
 			if n, ok := b.topics.kafkaName(iggy.TopicRef{Stream: b.cfg.Topics.DefaultStream, Topic: t.Name}); ok && !seen[n] {

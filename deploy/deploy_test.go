@@ -107,7 +107,7 @@ func TestManifestsValidate(t *testing.T) {
 	files := manifestFiles(t)
 	for _, v := range kubeVersions {
 		s, report := kubeconform(t, v, nil, files...)
-		if s.Valid != 3 || s.Invalid+s.Errors+s.Skipped != 0 {
+		if s.Valid != 5 || s.Invalid+s.Errors+s.Skipped != 0 {
 			t.Errorf("Kubernetes %s: %+v\n%s", v, s, report)
 		}
 	}
@@ -224,9 +224,9 @@ func TestHelmTemplateValidates(t *testing.T) {
 	for name, set := range chartVariants {
 		t.Run(name, func(t *testing.T) {
 			rendered := helmTemplate(t, set)
-			wantResources := 3
+			wantResources := 5 // NetworkPolicy, Secret, ConfigMap, Deployment, Job
 			if name != "defaults" {
-				wantResources = 2 // no Secret with iggy.existingSecret
+				wantResources = 4 // no Secret with iggy.existingSecret
 			}
 			for _, v := range kubeVersions {
 				s, report := kubeconform(t, v, rendered)

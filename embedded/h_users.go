@@ -195,12 +195,14 @@ func (s *Server) getUser(c *conn, r *request) outcome {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.accessOf(r.sess).readUsers() {
-		return statusOf(iggy.StatusUnauthorized)
-	}
+	// As the real server's find_user: an unknown user is an empty answer,
+	// and a user may read itself without read_users.
 	u := s.userByID(&req.UserID)
 	if u == nil {
 		return outcome{}
+	}
+	if u.id != r.sess.userID && !s.accessOf(r.sess).readUsers() {
+		return statusOf(iggy.StatusUnauthorized)
 	}
 	return c.okBody(userDetails(u))
 }

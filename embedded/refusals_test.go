@@ -313,6 +313,11 @@ func TestRefusals(t *testing.T) {
 		{"reader: create stream", nil, false, "reader", rep(iggy.OperationCreateStream, encode(&iggy.CreateStreamRequest{Name: "r"})), expect{ch: chResult, code: iggy.StatusUnauthorized}},
 		{"reader: stats", nil, false, "reader", op2(iggy.CodeGetStats, nil), expect{ch: chStatus, code: iggy.StatusUnauthorized}},
 		{"reader: get topic", nil, false, "reader", op2(iggy.CodeGetTopic, &iggy.GetTopicRequest{StreamID: s0, TopicID: t0}), expect{ch: chOK}},
+		// As the real server's find_user: a user reads itself without
+		// read_users; another user needs it; an unknown one is empty.
+		{"reader: get itself", nil, false, "reader", op2(iggy.CodeGetUser, &iggy.GetUserRequest{UserID: nameID("reader")}), expect{ch: chOK}},
+		{"reader: get another user", nil, false, "reader", op2(iggy.CodeGetUser, &iggy.GetUserRequest{UserID: nameID("inactive")}), expect{ch: chStatus, code: iggy.StatusUnauthorized}},
+		{"reader: get an unknown user", nil, false, "reader", op2(iggy.CodeGetUser, &iggy.GetUserRequest{UserID: nameID("nobody")}), expect{ch: chEmpty}},
 
 		// Users.
 		{"create user exists", nil, false, "", rep(iggy.OperationCreateUser, encode(&iggy.CreateUserRequest{Username: "reader", Password: "secret", Status: iggy.UserStatusActive})), expect{ch: chResult, code: iggy.StatusUserAlreadyExists}},

@@ -131,6 +131,7 @@ func (o *ownership) delta() time.Duration {
 // setup creates the stream, topics and group when absent ("already
 // exists" is success) and learns the shard count from the topic.
 func (o *ownership) setup(ctx context.Context) error {
+	ctx = iggy.Sidecar(ctx) // the domain's own records, never a principal's
 	if _, err := o.data.CreateStream(ctx, o.cfg.Stream); err != nil && !errors.Is(err, icodec.StatusStreamNameAlreadyExists) {
 		return fmt.Errorf("create stream %s: %w", o.cfg.Stream, err)
 	}
@@ -444,6 +445,7 @@ func lastActive(recs []announcement) (active, released *announcement) {
 
 // recent reads the last announcements of shard k.
 func (o *ownership) recent(ctx context.Context, k int) ([]announcement, error) {
+	ctx = iggy.Sidecar(ctx) // the domain's own records, never a principal's
 	p, err := o.data.Poll(ctx, &icodec.PollMessagesRequest{
 		Consumer:    icodec.Consumer{Kind: icodec.ConsumerKindConsumer, ID: icodec.Identifier{Kind: icodec.IdentifierKindString, Value: []byte("kafka-iggy.lookup")}},
 		StreamID:    o.coord.StreamID(),
@@ -526,6 +528,7 @@ func (o *ownership) write(ctx context.Context, ref iggy.TopicRef, k int, a annou
 }
 
 func (o *ownership) send(ctx context.Context, ref iggy.TopicRef, k int, payload []byte) error {
+	ctx = iggy.Sidecar(ctx) // the domain's own records, never a principal's
 	m := o.data.NewMessages()
 	if err := m.Add(wire.U128{}, uint64(o.now().UnixMicro()), payload, nil); err != nil {
 		m.Release()
@@ -552,6 +555,7 @@ func pointerConsumer(prefix, group string) icodec.Consumer {
 
 // loadCeiling reads the stored generation ceiling of a group (0: none).
 func (o *ownership) loadCeiling(ctx context.Context, group string, k int) (int32, error) {
+	ctx = iggy.Sidecar(ctx) // the domain's own records, never a principal's
 	off, found, err := o.data.GetOffset(ctx, o.gens, uint32(k), genConsumer(group))
 	if err != nil && !errors.Is(err, iggy.ErrNotFound) {
 		return 0, err
@@ -586,6 +590,7 @@ func (o *ownership) loadCeiling(ctx context.Context, group string, k int) (int32
 
 // storeCeiling persists a group's generation ceiling.
 func (o *ownership) storeCeiling(ctx context.Context, group string, k int, ceiling int32) error {
+	ctx = iggy.Sidecar(ctx) // the domain's own records, never a principal's
 	b := appendRecStr(append([]byte(recMagic), recGen), group)
 	b = binary.BigEndian.AppendUint32(b, uint32(ceiling))
 	m := o.data.NewMessages()

@@ -35,6 +35,13 @@ func (c *Client) Send(ctx context.Context, t TopicRef, partition uint32, m *Mess
 	if m.sent {
 		return -1, &Error{Op: "message.send", Err: ErrMessagesSent}
 	}
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			m.Release()
+			return -1, err
+		}
+		return u.Send(ctx, t, partition, m)
+	}
 	m.sent = true
 	key := t.key(partition)
 	for attempt := 0; ; attempt++ {
@@ -94,6 +101,12 @@ func (p *Polled) Release() {
 // are checked for structure (CheckBatches) before they are returned. Errors
 // 1009/2010/3007 invalidate the cached lookup of a topic named by strings.
 func (c *Client) Poll(ctx context.Context, req *icodec.PollMessagesRequest) (*Polled, error) {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return u.Poll(ctx, req)
+	}
 	var p *Polled
 	err := c.routed(ctx, req, func(tc *Client, fence icodec.PartitionContext) error {
 		var err error

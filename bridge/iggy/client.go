@@ -55,6 +55,14 @@ type Client struct {
 
 	meta metaCache
 
+	// users, on the home client of a sidecar that authorizes per
+	// principal, makes calls follow the pool their context is bound to
+	// (users.go); nil otherwise (principal pools, peer pools).
+	users *Users
+	// parent is the home client of a principal pool (stream ids the
+	// principal may not read are looked up there); nil otherwise.
+	parent *Client
+
 	// router sends partition requests to their primaries' nodes on a
 	// multi-node 0.12 cluster (nil: iggy.route_partitions off, or a peer
 	// pool, which never routes).
@@ -428,6 +436,12 @@ func (c *Client) laneFor(k *partKey) *lane {
 // resp is decoded from a private copy of the payload, so its byte slices
 // stay valid. Login and logout are refused with ErrUnsupported.
 func (c *Client) Do(ctx context.Context, req Request, resp Response) error {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		return u.Do(ctx, req, resp)
+	}
 	return c.routed(ctx, req, func(tc *Client, fence icodec.PartitionContext) error {
 		return tc.do(ctx, req, resp, fence)
 	})

@@ -21,6 +21,7 @@ import (
 // poll's error comes back as is (IsNotFound: nobody created the log yet).
 func (c *Client) PollLog(ctx context.Context, consumer icodec.Consumer, ref TopicRef, next uint64, count uint32,
 	apply func(offset uint64, payload []byte)) (int, error) {
+	ctx = Sidecar(ctx) // the sidecar's own log, never a principal's
 	p, err := c.Poll(ctx, &icodec.PollMessagesRequest{
 		Consumer: consumer, StreamID: ref.StreamID(), TopicID: ref.TopicID(),
 		PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
@@ -54,6 +55,7 @@ func (c *Client) PollLog(ctx context.Context, consumer icodec.Consumer, ref Topi
 // answers the lookup quietly.
 func (c *Client) ReadLog(ctx context.Context, consumer icodec.Consumer, ref TopicRef, next uint64, count uint32,
 	apply func(offset uint64, payload []byte)) (int, error) {
+	ctx = Sidecar(ctx) // the sidecar's own log, never a principal's
 	total := 0
 	for {
 		n, err := c.PollLog(ctx, consumer, ref, next, count, func(offset uint64, payload []byte) {
@@ -82,6 +84,7 @@ type LogFollower struct {
 // the log exists. Calls for one follower must not overlap.
 func (f *LogFollower) Sync(ctx context.Context, c *Client, consumer icodec.Consumer, ref TopicRef, count uint32,
 	mu sync.Locker, apply func(payload []byte)) (bool, error) {
+	ctx = Sidecar(ctx) // the sidecar's own log, never a principal's
 	mu.Lock()
 	known, next := f.Known, f.Next
 	mu.Unlock()
@@ -115,6 +118,7 @@ func (f *LogFollower) Sync(ctx context.Context, c *Client, consumer icodec.Consu
 // finds the log gone marks it unknown, so the next Append creates it
 // again. mu is the follower's lock, as for Sync.
 func (f *LogFollower) Append(ctx context.Context, c *Client, ref TopicRef, opts icodec.Options, mu sync.Locker, payload []byte) error {
+	ctx = Sidecar(ctx) // the sidecar's own log, never a principal's
 	mu.Lock()
 	known := f.Known
 	mu.Unlock()
@@ -155,6 +159,7 @@ func NeverExpire() icodec.Options {
 // ensureLogTopic creates a sidecar-kept log's stream and topic (one
 // partition, opts) unless the topic exists.
 func (c *Client) ensureLogTopic(ctx context.Context, ref TopicRef, opts icodec.Options) error {
+	ctx = Sidecar(ctx) // the sidecar's own log, never a principal's
 	if _, err := c.GetTopic(ctx, ref); err == nil {
 		return nil
 	}

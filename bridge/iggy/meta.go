@@ -76,6 +76,12 @@ func (c *Client) fresh(at time.Time) bool {
 // share one request. A topic or stream that does not exist fails with an
 // error matching ErrNotFound.
 func (c *Client) GetTopic(ctx context.Context, t TopicRef) (*TopicInfo, error) {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return u.GetTopic(ctx, t)
+	}
 	for {
 		c.meta.mu.Lock()
 		if ti := c.meta.topics[t]; ti != nil && c.fresh(ti.FetchedAt) {
@@ -123,6 +129,12 @@ func (c *Client) InvalidateTopic(t TopicRef) {
 // RefreshTopic drops t's cached lookup and fetches it again (for instance
 // for current partition offsets and message counts).
 func (c *Client) RefreshTopic(ctx context.Context, t TopicRef) (*TopicInfo, error) {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return u.RefreshTopic(ctx, t)
+	}
 	c.meta.mu.Lock()
 	delete(c.meta.topics, t)
 	c.meta.mu.Unlock()
@@ -152,6 +164,11 @@ func (c *Client) streamID(ctx context.Context, name string) (uint32, error) {
 	var sd icodec.StreamDetails
 	id := icodec.Identifier{Kind: icodec.IdentifierKindString, Value: []byte(name)}
 	if err := c.Do(ctx, &icodec.GetStreamRequest{StreamID: id}, &sd); err != nil {
+		if IsUnauthorized(err) && c.parent != nil {
+			// A principal with topic permissions only may not read the
+			// stream; its id is no secret to the sidecar.
+			return c.parent.streamID(Sidecar(ctx), name)
+		}
 		return 0, err
 	}
 	c.cacheStream(name, sd.ID)
@@ -181,6 +198,12 @@ func (c *Client) CreateStream(ctx context.Context, name string) (uint32, error) 
 // StreamNameAlreadyExists GET_STREAM. A stream deleted behind the client's
 // back is forgotten when CreateTopic meets it missing.
 func (c *Client) EnsureStream(ctx context.Context, name string) (uint32, error) {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return 0, err
+		}
+		return u.EnsureStream(ctx, name)
+	}
 	c.meta.mu.Lock()
 	e, ok := c.meta.streams[name]
 	c.meta.mu.Unlock()
@@ -188,7 +211,8 @@ func (c *Client) EnsureStream(ctx context.Context, name string) (uint32, error) 
 		return e.id, nil
 	}
 	id, err := c.CreateStream(ctx, name)
-	if errors.Is(err, icodec.StatusStreamNameAlreadyExists) {
+	// A user who may not create streams may still own topics in this one.
+	if errors.Is(err, icodec.StatusStreamNameAlreadyExists) || IsUnauthorized(err) {
 		return c.streamID(ctx, name)
 	}
 	return id, err
@@ -206,6 +230,12 @@ func (c *Client) forgetStream(name string) {
 // an error matching icodec.StatusTopicNameAlreadyExists; a missing stream
 // with one matching icodec.StatusStreamIDNotFound (or ErrNotFound).
 func (c *Client) CreateTopic(ctx context.Context, t TopicRef, partitions uint32, options icodec.Options) (*TopicInfo, error) {
+	if u, err := c.delegate(ctx); u != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return u.CreateTopic(ctx, t, partitions, options)
+	}
 	sid, err := c.streamID(ctx, t.Stream)
 	if err != nil {
 		return nil, err

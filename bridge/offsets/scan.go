@@ -52,7 +52,9 @@ func (s *Store) Scan(ctx context.Context, group string) ([]StoredTopic, Mode, er
 		topics[i].Name = names[i]
 		info, err := s.client.GetTopic(ctx, s.topics.Ref(names[i]))
 		if err != nil {
-			if !iggy.IsNotFound(err) {
+			// A topic the principal may not read is left out, as Kafka
+			// leaves out what it may not describe.
+			if !iggy.IsNotFound(err) && !iggy.IsUnauthorized(err) {
 				errs[i] = err
 			}
 			return
@@ -92,6 +94,9 @@ func (s *Store) Scan(ctx context.Context, group string) ([]StoredTopic, Mode, er
 	Parallel(len(jobs), MaxParallel, func(k int) {
 		t := &topics[jobs[k].t]
 		offs[k], jerrs[k] = s.Read(ctx, mode, group, t.Info.Ref, int32(jobs[k].p))
+		if iggy.IsUnauthorized(jerrs[k]) {
+			offs[k], jerrs[k] = -1, nil // readable topic, offsets refused: left out
+		}
 	})
 	if err := errors.Join(jerrs...); err != nil {
 		return nil, mode, err

@@ -116,6 +116,7 @@ type pidLeaseRecord struct {
 
 // takePIDBlock appends a lease message and returns its offset + 1.
 func takePIDBlock(ctx context.Context, d Deps, log zerolog.Logger) (int64, error) {
+	ctx = iggy.Sidecar(ctx) // the sidecar's lease log, never a principal's
 	if _, err := d.Client.GetTopic(ctx, pidLeaseRef); err != nil {
 		if !iggy.IsNotFound(err) {
 			return 0, err

@@ -84,6 +84,12 @@ const (
 	SASLModeStatic = "static"
 )
 
+// Authorization modes accepted by SASLConfig.Authorization.
+const (
+	SASLAuthorizationPrincipal = "principal"
+	SASLAuthorizationSidecar   = "sidecar"
+)
+
 // SASL mechanisms accepted by SASLConfig.Mechanisms.
 const (
 	SASLPlain       = "PLAIN"
@@ -126,6 +132,40 @@ type SASLConfig struct {
 	// KAFKA_IGGY_SASL__USERS__<NAME> gives a lower-cased user name; use the
 	// file for mixed case. Default empty.
 	Users map[string]string `koanf:"users"`
+	// Authorization says whose Iggy permissions an authenticated
+	// principal's requests run with. "principal": on Iggy sessions logged
+	// in as the principal's own Iggy user (a pool per principal, see
+	// principals), so Iggy refuses what that user may not do and the
+	// client gets TOPIC_/GROUP_AUTHORIZATION_FAILED; a PLAIN principal
+	// (mode iggy) is the Iggy user of that name, the others are mapped by
+	// iggy_users_file, and a principal without an Iggy user is refused
+	// everything. "sidecar": every request runs as iggy.username (no
+	// per-principal authorization). Default "principal".
+	Authorization string `koanf:"authorization"`
+	// IggyUsersFile maps principals to Iggy users (a mounted Secret): one
+	// line per principal, `<principal> user <iggy-user> <password>` or
+	// `<principal> token <personal-access-token>`; # starts a comment.
+	// Read at start. Used by SCRAM, OAUTHBEARER and static PLAIN principals
+	// with authorization principal. Default "".
+	IggyUsersFile string `koanf:"iggy_users_file"`
+	// Principals bounds the per-principal Iggy session pools.
+	Principals PrincipalsConfig `koanf:"principals"`
+}
+
+// PrincipalsConfig bounds the Iggy session pools of sasl.authorization
+// principal.
+type PrincipalsConfig struct {
+	// PoolSize is the number of Iggy sessions of one principal's pool,
+	// 1-16. Default 1.
+	PoolSize int `koanf:"pool_size"`
+	// Max is how many principals may have a pool open at once, 1-10000; a
+	// further principal's requests are refused (retriably) until a pool
+	// idles out. Each session is charged 256 KiB to the memory budget
+	// while open. Default 64.
+	Max int `koanf:"max"`
+	// IdleTimeout closes a principal's pool no request used for this
+	// long, at least 1m. Default 5m.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
 }
 
 // OAuthBearerConfig configures OAUTHBEARER: the client's token must be a
@@ -221,10 +261,12 @@ func DefaultConfig() Config {
 			Server: embedded.DefaultConfig(),
 		},
 		SASL: SASLConfig{
-			Mechanisms:   []string{SASLPlain},
-			Mode:         SASLModeIggy,
-			FailureDelay: 100 * time.Millisecond,
-			OAuthBearer:  OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second},
+			Mechanisms:    []string{SASLPlain},
+			Mode:          SASLModeIggy,
+			FailureDelay:  100 * time.Millisecond,
+			OAuthBearer:   OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second},
+			Authorization: SASLAuthorizationPrincipal,
+			Principals:    PrincipalsConfig{PoolSize: 1, Max: 64, IdleTimeout: 5 * time.Minute},
 		},
 		TLS: TLSConfig{
 			ClientAuth: ClientAuthNone,
@@ -351,6 +393,18 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 	case SASLModeStatic:
 	default:
 		bad("sasl.mode", "%q is not one of iggy, static", s.Mode)
+	}
+	if s.Authorization != SASLAuthorizationPrincipal && s.Authorization != SASLAuthorizationSidecar {
+		bad("sasl.authorization", "%q is not one of principal, sidecar", s.Authorization)
+	}
+	if p := s.Principals; p.PoolSize < 1 || p.PoolSize > 16 {
+		bad("sasl.principals.pool_size", "%d is not 1-16", p.PoolSize)
+	}
+	if p := s.Principals; p.Max < 1 || p.Max > 10000 {
+		bad("sasl.principals.max", "%d is not 1-10000", p.Max)
+	}
+	if s.Principals.IdleTimeout < time.Minute {
+		bad("sasl.principals.idle_timeout", "%v is under 1m", s.Principals.IdleTimeout)
 	}
 	if !s.Enabled {
 		return

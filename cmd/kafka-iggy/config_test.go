@@ -305,6 +305,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			},
 		},
 		SASL: SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond,
+			Authorization: "principal", Principals: PrincipalsConfig{PoolSize: 1, Max: 64, IdleTimeout: 5 * time.Minute},
 			OAuthBearer: OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second}},
 		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
 		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
@@ -894,8 +895,8 @@ func TestHelmChartConfig(t *testing.T) {
 		}
 		return out
 	}
-	cfg, side := podConfig(t, render())
-	checkPodConfig(t, cfg, side, "iggy", "iggy")
+	cfg, side := podConfig(t, render("--set", "iggy.password=app-iggy-pw"))
+	checkPodConfig(t, cfg, side, "orders-app", "app-iggy-pw") // the app's own Iggy user, never root
 
 	cfg, side = podConfig(t, render("--set", "iggy.existingSecret=login", "--set", "config.iggy.pool_size=8",
 		"--set-string", `config.topics.overrides.orders\.v1=shop/orders`, "--set", "sidecar.ports.admin=9500"))

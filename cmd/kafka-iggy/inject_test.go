@@ -468,7 +468,7 @@ func TestInjectorWithChartTemplate(t *testing.T) {
 		t.Skip(msg)
 	}
 	rendered, err := exec.Command(helm, "template", "demo", filepath.Join(repoRoot, "deploy", "helm", "kafka-iggy"),
-		"--kube-version", "1.33.0", "--set", "injector.enabled=true,app.enabled=false").Output()
+		"--kube-version", "1.33.0", "--set", "injector.enabled=true,app.enabled=false,iggy.password=app-iggy-pw").Output()
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
@@ -516,5 +516,5 @@ func TestInjectorWithChartTemplate(t *testing.T) {
 		}
 	}
 	cfg, side := podConfig(t, append(stream, dep...))
-	checkPodConfig(t, cfg, side, "iggy", "iggy")
+	checkPodConfig(t, cfg, side, "orders-app", "app-iggy-pw") // the app's own Iggy user, never root
 }

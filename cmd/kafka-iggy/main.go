@@ -41,6 +41,8 @@ func run(args []string) int {
 		return runInject(args, os.Stderr)
 	case "scram":
 		return runScram(args, os.Stdin, os.Stdout, os.Stderr)
+	case "iggy-user":
+		return runIggyUser(args, os.Getenv, os.Stdout, os.Stderr)
 	case "help", "-h", "--help":
 		usage()
 		return 0
@@ -60,6 +62,8 @@ commands:
   inject         serve the Kubernetes sidecar injector (a mutating admission
                  webhook over TLS; kafka-iggy inject -h for its flags)
   scram          print a SCRAM credential line for sasl.scram_file (password on stdin)
+  iggy-user      create the app's Iggy user with only its streams' permissions
+                 (logged in as an Iggy admin; kafka-iggy iggy-user -h)
   version        print the version
 
 serve and check-config take --config FILE, KAFKA_IGGY_* environment variables

@@ -14,11 +14,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kafka-iggy/kafka-iggy/auth"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
 )
 
 // newAuthenticator builds the Kafka listener's SASL from cfg.SASL.
-func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*auth.Authenticator, error) {
+func newAuthenticator(cfg Config, scram *auth.ScramStore, metrics *admin.Metrics, log zerolog.Logger) (*auth.Authenticator, error) {
 	ac := auth.Config{
 		Mechanisms:      cfg.SASL.Mechanisms,
 		SessionLifetime: cfg.SASL.SessionLifetime,
@@ -31,12 +33,7 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 		ac.Plain = auth.NewIggyLogin(cfg.Iggy)
 	}
 	if cfg.SASL.ScramFile != "" {
-		st, err := auth.LoadScramFile(cfg.SASL.ScramFile)
-		if err != nil {
-			return nil, fmt.Errorf("sasl.scram_file: %w", err)
-		}
-		ac.Scram = st
-		log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+		ac.Scram = scram
 	}
 	if o := cfg.SASL.OAuthBearer; slices.Contains(cfg.SASL.Mechanisms, SASLOAuthBearer) {
 		raw, err := auth.ReadJWKS(context.Background(), o.JWKS)
@@ -48,11 +45,52 @@ func newAuthenticator(cfg Config, metrics *admin.Metrics, log zerolog.Logger) (*
 			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
 		}
 	}
+	if cfg.SASL.Authorization == SASLAuthorizationPrincipal {
+		ac.PlainIsIggyUser = cfg.SASL.Mode == SASLModeIggy
+		if f := cfg.SASL.IggyUsersFile; f != "" {
+			users, err := auth.LoadIggyUsers(f)
+			if err != nil {
+				return nil, fmt.Errorf("sasl.iggy_users_file: %w", err)
+			}
+			ac.IggyUsers = users
+			log.Info().Str("iggy_users_file", f).Int("principals", len(users)).Msg("sasl: principals mapped to Iggy users")
+		}
+	}
 	a, err := auth.New(ac, log)
 	if err != nil {
 		return nil, fmt.Errorf("sasl: %w", err)
 	}
 	return a, nil
+}
+
+// loadScram returns the SCRAM store seeded from sasl.scram_file (empty
+// without one); AlterUserScramCredentials' changes, kept in Iggy, are
+// applied over it (auth.ScramLog).
+func loadScram(cfg Config, log zerolog.Logger) (*auth.ScramStore, error) {
+	if cfg.SASL.ScramFile == "" {
+		return auth.NewScramStore(), nil
+	}
+	st, err := auth.LoadScramFile(cfg.SASL.ScramFile)
+	if err != nil {
+		return nil, fmt.Errorf("sasl.scram_file: %w", err)
+	}
+	log.Info().Str("scram_file", cfg.SASL.ScramFile).Int("credentials", st.Len()).Msg("sasl: SCRAM credentials loaded")
+	return st, nil
+}
+
+// sessionBytes is what one principal session is charged to the memory
+// budget: its frame, reply and message buffers at their usual high water.
+const sessionBytes = 256 << 10
+
+// principalPools returns the per-principal Iggy session pools of
+// sasl.authorization principal, nil when requests run as iggy.username.
+func principalPools(cfg Config, client *iggy.Client, b *budget.Budget, log zerolog.Logger) *iggy.Users {
+	if !cfg.SASL.Enabled || cfg.SASL.Authorization != SASLAuthorizationPrincipal {
+		return nil
+	}
+	p := cfg.SASL.Principals
+	return iggy.NewUsers(client, iggy.UsersConfig{PoolSize: p.PoolSize, MaxPools: p.Max, IdleTimeout: p.IdleTimeout, SessionBytes: sessionBytes},
+		b, log.With().Str("component", "principals").Logger())
 }
 
 // runScram is `kafka-iggy scram`: it reads a password (the first line of

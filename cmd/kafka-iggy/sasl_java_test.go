@@ -73,7 +73,8 @@ func TestSASLJavaClient(t *testing.T) {
 		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "KAFKA_IGGY_SASL__SCRAM_FILE="+path,
 		"KAFKA_IGGY_EMBEDDED__ROOT_PASSWORD=root-secret-pw", "KAFKA_IGGY_IGGY__PASSWORD=root-secret-pw",
 		"KAFKA_IGGY_SASL__OAUTHBEARER__JWKS="+jwks, "KAFKA_IGGY_SASL__OAUTHBEARER__ISSUER=https://idp.test",
-		"KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka")
+		"KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka",
+		"KAFKA_IGGY_SASL__IGGY_USERS_FILE="+writeFile(t, "iggy-users", "alice user iggy root-secret-pw\norders user iggy root-secret-pw\n"))
 	for _, c := range []struct{ mech, user, pass, topic, want string }{
 		{"PLAIN", "iggy", "root-secret-pw", "java-plain", "OK"},
 		{"SCRAM-SHA-512", "alice", "alice-secret", "java-scram", "OK"},

@@ -56,7 +56,8 @@ func TestSASLOAuthBearer(t *testing.T) {
 	path, token := testIssuer(t)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_SASL__ENABLED=true",
 		"KAFKA_IGGY_SASL__MECHANISMS=OAUTHBEARER", "KAFKA_IGGY_SASL__OAUTHBEARER__JWKS="+path,
-		"KAFKA_IGGY_SASL__OAUTHBEARER__ISSUER=https://idp.test", "KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka")
+		"KAFKA_IGGY_SASL__OAUTHBEARER__ISSUER=https://idp.test", "KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka",
+		"KAFKA_IGGY_SASL__IGGY_USERS_FILE="+writeFile(t, "iggy-users", "orders user iggy iggy\n"))
 	if err := saslRoundTrip(t, p.kafka, "oauth-ok", oauth.Auth{Token: token("https://idp.test")}.AsMechanism()); err != nil {
 		t.Fatalf("valid token: %v", err)
 	}

@@ -148,7 +148,8 @@ func TestSASLScram(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_SASL__ENABLED=true",
-		"KAFKA_IGGY_SASL__MECHANISMS=SCRAM-SHA-512,SCRAM-SHA-256", "KAFKA_IGGY_SASL__SCRAM_FILE="+path)
+		"KAFKA_IGGY_SASL__MECHANISMS=SCRAM-SHA-512,SCRAM-SHA-256", "KAFKA_IGGY_SASL__SCRAM_FILE="+path,
+		"KAFKA_IGGY_SASL__IGGY_USERS_FILE="+writeFile(t, "iggy-users", "alice user iggy iggy\n"))
 	good := scram.Auth{User: "alice", Pass: "alice-secret"}
 	if err := saslRoundTrip(t, p.kafka, "scram512", good.AsSha512Mechanism()); err != nil {
 		t.Fatalf("SCRAM-SHA-512: %v", err)

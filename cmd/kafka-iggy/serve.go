@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
@@ -105,6 +106,14 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}()
 
 	bopts := bridge.Options{Config: cfg.Bridge, Client: client, Log: log.With().Str("component", "bridge").Logger(), Metrics: metrics.Bridge(), Budget: budget}
+	if bopts.Users = principalPools(cfg, client, budget, log); bopts.Users != nil {
+		closers = append(closers, bopts.Users.Close)
+	}
+	scramStore, err := loadScram(cfg, log)
+	if err != nil {
+		return err
+	}
+	bopts.Scram = auth.NewScramLog(scramStore, client, log.With().Str("component", "scram").Logger())
 	var router *cluster.Router
 	if cfg.Peers.Enabled() {
 		// One Kafka group across the sidecars of the domain: a control
@@ -148,7 +157,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	}
 	pxOpts := []proxy.Option{proxy.WithMetrics(metrics.Proxy()), proxy.WithBudget(budget)}
 	if cfg.SASL.Enabled {
-		a, err := newAuthenticator(cfg, metrics, log.With().Str("component", "sasl").Logger())
+		a, err := newAuthenticator(cfg, scramStore, metrics, log.With().Str("component", "sasl").Logger())
 		if err != nil {
 			return err
 		}

@@ -27,8 +27,8 @@ import (
 const flushGrace = 30 * time.Second
 
 // kafkaAdmin creates and deletes topics on a Kafka-protocol target.
-func kafkaAdmin(bootstrap string) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RequestRetries(3))
+func kafkaAdmin(bootstrap string, extra ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.RequestRetries(3)}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -36,7 +36,12 @@ func kafkaAdmin(bootstrap string) (*kadm.Client, *kgo.Client, error) {
 }
 
 func kafkaCreateTopic(ctx context.Context, bootstrap, topic string, partitions int) error {
-	adm, cl, err := kafkaAdmin(bootstrap)
+	return kafkaCreateTopicWith(ctx, bootstrap, topic, partitions)
+}
+
+// kafkaCreateTopicWith is kafkaCreateTopic with client options (SASL).
+func kafkaCreateTopicWith(ctx context.Context, bootstrap, topic string, partitions int, extra ...kgo.Opt) error {
+	adm, cl, err := kafkaAdmin(bootstrap, extra...)
 	if err != nil {
 		return err
 	}
@@ -105,6 +110,8 @@ type produceSpec struct {
 	// maxBuffered caps each one's buffered records (0: franz-go's default).
 	clients     int
 	maxBuffered int
+	// clientOpts, when set, adds options to client i (its SASL login).
+	clientOpts func(i int) []kgo.Opt
 }
 
 // kafkaProduce runs a steady-state produce run: spec.clients producers
@@ -134,7 +141,11 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 	clients := make([]*kgo.Client, n)
 	defer closeAll(clients, func(cl *kgo.Client) { cl.Close() })
 	if stopped, err := openSlots(ctx, clients, func(ctx context.Context, i int) (*kgo.Client, error) {
-		cl, err := kgo.NewClient(opts...)
+		copts := opts
+		if s.clientOpts != nil {
+			copts = append(append([]kgo.Opt(nil), opts...), s.clientOpts(i)...)
+		}
+		cl, err := kgo.NewClient(copts...)
 		if err == nil {
 			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 			err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()

@@ -130,6 +130,7 @@ func (b *bench) markdown(plots map[string]string) string {
 
 	b.writeMatched(p)
 	b.writeMany(p)
+	b.writePrincipals(p)
 
 	// Consume.
 	p("## Consume (steady-state reads)\n\n")

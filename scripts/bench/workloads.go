@@ -195,7 +195,11 @@ func (b *bench) runWorkloads() {
 	if b.plan.does("fetchsession") {
 		b.runFetchSession()
 	}
-	// 8. gnet settings on the sidecar.
+	// 8. Per-principal Iggy sessions (principals.go); restarts the sidecar.
+	if _, ok := b.targets[tSidecar]; ok && b.plan.does("principals") && !b.plan.Smoke {
+		b.runPrincipals()
+	}
+	// 9. gnet settings on the sidecar.
 	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet && b.plan.does("gnet") {
 		b.runGnetSweep()
 	}

@@ -43,3 +43,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 -}}
 {{- toYaml (mustMergeOverwrite $base (deepCopy .Values.config)) -}}
 {{- end -}}
+
+{{/* The sidecar's Iggy user name: iggy.username, or the app's name. */}}
+{{- define "kafka-iggy.iggyUser" -}}
+{{- default (include "kafka-iggy.appName" .) .Values.iggy.username -}}
+{{- end -}}

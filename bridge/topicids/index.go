@@ -1,8 +1,8 @@
-// The topic-id index: one per Bridge, shared by every API that names
-// topics by id (Produce v13, Fetch v13+, OffsetCommit v10, OffsetFetch v10,
-// Metadata v10+, DeleteTopics v6+).
-
-package bridge
+// Package topicids is the topic-id index: one per Bridge, shared by every
+// API that names topics by id (Produce v13, Fetch v13+, OffsetCommit v10,
+// OffsetFetch v10, Metadata v10+, DeleteTopics v6+). It takes the Iggy
+// client and the topic mapping as functions, never the Bridge.
+package topicids
 
 import (
 	"context"
@@ -13,14 +13,24 @@ import (
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
-// topicIDIndex maps Kafka topic ids (topicID) back to topic names for the
+// Deps is what the index uses.
+type Deps struct {
+	Client    *iggy.Client
+	Stream    string                                                          // the default stream (topics.default_stream)
+	Overrides map[string]iggy.TopicRef                                        // Kafka topics mapped elsewhere (never changed after New)
+	KafkaName func(iggy.TopicRef) (string, bool)                              // the Kafka name of an Iggy topic
+	Lookup    func(ctx context.Context, name string) (*iggy.TopicInfo, error) // a Kafka topic's Iggy topic, as the caller
+	ID        func(*iggy.TopicInfo) [16]byte                                  // the Kafka topic id of a topic
+}
+
+// Index maps Kafka topic ids (Deps.ID) back to topic names for the
 // APIs that name topics by id. Ids are derived,
 // not stored, so an id the index does not know triggers a scan: one
-// GET_TOPICS of the default stream (its topic headers carry what topicID
+// GET_TOPICS of the default stream (its topic headers carry what Deps.ID
 // hashes) plus the overrides' cached lookups. Scans are single-flight, and
 // a request does not scan again when a scan started after it arrived.
-type topicIDIndex struct {
-	b         *Bridge
+type Index struct {
+	d         Deps
 	mu        sync.Mutex
 	byID      map[[16]byte]topicIDEntry
 	scanMu    sync.Mutex // one scan at a time
@@ -34,13 +44,14 @@ type topicIDEntry struct {
 	info *iggy.TopicInfo
 }
 
-func newTopicIDIndex(b *Bridge) *topicIDIndex {
-	return &topicIDIndex{b: b, byID: map[[16]byte]topicIDEntry{}}
+// New returns an empty index.
+func New(d Deps) *Index {
+	return &Index{d: d, byID: map[[16]byte]topicIDEntry{}}
 }
 
-// lookup returns the topic whose id is id; a nil TopicInfo (and nil error)
+// Lookup returns the topic whose id is id; a nil TopicInfo (and nil error)
 // when no topic has it. received is when the request arrived.
-func (x *topicIDIndex) lookup(ctx context.Context, id [16]byte, received time.Time) (string, *iggy.TopicInfo, error) {
+func (x *Index) Lookup(ctx context.Context, id [16]byte, received time.Time) (string, *iggy.TopicInfo, error) {
 	if name, info, err := x.cached(ctx, id); info != nil || err != nil {
 		return name, info, err
 	}
@@ -52,7 +63,7 @@ func (x *topicIDIndex) lookup(ctx context.Context, id [16]byte, received time.Ti
 		return x.cached(ctx, id)
 	}
 	start := time.Now()
-	m, err := x.scan(ctx)
+	m, err := x.scan(iggy.Sidecar(ctx)) // the index is the sidecar's; each hit is looked up as the principal
 	if err != nil {
 		return "", nil, err
 	}
@@ -64,53 +75,53 @@ func (x *topicIDIndex) lookup(ctx context.Context, id [16]byte, received time.Ti
 }
 
 // scan computes the id of every Kafka topic.
-func (x *topicIDIndex) scan(ctx context.Context) (map[[16]byte]topicIDEntry, error) {
-	b := x.b
+func (x *Index) scan(ctx context.Context) (map[[16]byte]topicIDEntry, error) {
+	d := x.d
 	m := map[[16]byte]topicIDEntry{}
-	stream := b.cfg.Topics.DefaultStream
+	stream := d.Stream
 	var resp icodec.GetTopicsResponse
-	switch err := b.iggy.Do(ctx, &icodec.GetTopicsRequest{StreamID: iggy.TopicRef{Stream: stream}.StreamID()}, &resp); {
+	switch err := d.Client.Do(ctx, &icodec.GetTopicsRequest{StreamID: iggy.TopicRef{Stream: stream}.StreamID()}, &resp); {
 	case err == nil:
 		for i := range resp.Topics {
 			ref := iggy.TopicRef{Stream: stream, Topic: resp.Topics[i].Name}
-			name, ok := b.topics.kafkaName(ref)
+			name, ok := d.KafkaName(ref)
 			if !ok {
 				continue
 			}
-			if _, moved := b.topics.override[name]; moved {
+			if _, moved := d.Overrides[name]; moved {
 				continue // an override's id is computed from its own topic below
 			}
-			m[topicID(&iggy.TopicInfo{Ref: ref, Details: icodec.TopicDetails{TopicHeader: resp.Topics[i]}})] = topicIDEntry{name: name}
+			m[d.ID(&iggy.TopicInfo{Ref: ref, Details: icodec.TopicDetails{TopicHeader: resp.Topics[i]}})] = topicIDEntry{name: name}
 		}
 	case iggy.IsNotFound(err):
 	default:
 		return nil, err
 	}
-	for name, ref := range b.topics.override {
-		info, err := b.iggy.GetTopic(ctx, ref)
+	for name, ref := range d.Overrides {
+		info, err := d.Client.GetTopic(ctx, ref)
 		if err != nil {
 			if iggy.IsNotFound(err) {
 				continue
 			}
 			return nil, err
 		}
-		m[topicID(info)] = topicIDEntry{name: name, info: info}
+		m[d.ID(info)] = topicIDEntry{name: name, info: info}
 	}
 	return m, nil
 }
 
 // cached resolves id through the index, checking that the named topic
 // still has that id (a topic recreated under the same name has another).
-func (x *topicIDIndex) cached(ctx context.Context, id [16]byte) (string, *iggy.TopicInfo, error) {
+func (x *Index) cached(ctx context.Context, id [16]byte) (string, *iggy.TopicInfo, error) {
 	x.mu.Lock()
 	e, ok := x.byID[id]
 	x.mu.Unlock()
 	if !ok {
 		return "", nil, nil
 	}
-	info, err := x.b.lookupTopic(ctx, e.name)
+	info, err := x.d.Lookup(ctx, e.name)
 	switch {
-	case err == nil && (info == e.info || topicID(info) == id):
+	case err == nil && (info == e.info || x.d.ID(info) == id):
 		if info != e.info {
 			x.mu.Lock()
 			if cur, ok := x.byID[id]; ok && cur.name == e.name {
@@ -125,11 +136,11 @@ func (x *topicIDIndex) cached(ctx context.Context, id [16]byte) (string, *iggy.T
 	return "", nil, nil
 }
 
-// name returns the Kafka name of the topic whose id is id, false when no
+// Name returns the Kafka name of the topic whose id is id, false when no
 // topic has it or Iggy could not be asked (the request answers
 // UNKNOWN_TOPIC_ID either way, as the APIs that only need a name do).
-func (x *topicIDIndex) name(ctx context.Context, id [16]byte, received time.Time) (string, bool) {
-	name, info, err := x.lookup(ctx, id, received)
+func (x *Index) Name(ctx context.Context, id [16]byte, received time.Time) (string, bool) {
+	name, info, err := x.Lookup(ctx, id, received)
 	if err != nil || info == nil {
 		return "", false
 	}
