@@ -444,6 +444,14 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 		}
 		seen[m] = true
 	}
+	if s.Authorization == SASLAuthorizationPrincipal && s.IggyUsersFile == "" {
+		for _, m := range s.Mechanisms {
+			if m != SASLPlain || s.Mode == SASLModeStatic {
+				bad("sasl.iggy_users_file", "required with sasl.authorization principal when %s principals are offered (%s): without it they authenticate and are refused everything; map them to Iggy users, or set sasl.authorization sidecar", m, map[bool]string{true: "static PLAIN", false: "their Iggy user is not known"}[m == SASLPlain])
+				break
+			}
+		}
+	}
 	if s.SessionLifetime < 0 {
 		bad("sasl.session_lifetime", "%v is negative", s.SessionLifetime)
 	}

@@ -481,6 +481,10 @@ func TestBadConfigs(t *testing.T) {
 			},
 		},
 		{
+			args: []string{"--sasl.enabled", "--sasl.mechanisms=SCRAM-SHA-512", "--sasl.scram_file=/x"},
+			want: map[string]string{"sasl.iggy_users_file": "required with sasl.authorization principal when SCRAM-SHA-512 principals are offered"},
+		},
+		{
 			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=OAUTHBEARER", "--sasl.oauthbearer.jwks=/x"},
 			want: map[string]string{"sasl.mechanisms": "OAUTHBEARER would carry bearer tokens in clear text"},
 		},
