@@ -67,11 +67,13 @@ var layers = map[string]rule{
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth", "internal/panics"}, tests: with(testKit, "proxy")},
 
 	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "auth"), tests: testKit},
+	// tlsfront terminates TLS in front of proxy's gnet listener.
+	"proxy/tlsfront": {imports: []string{"auth"}},
 	// admin adapts the metric hooks of proxy and bridge/iggy.
 	"proxy/admin": {imports: with(iggyCodec, "budget", "bridge/iggy", "proxy"), tests: with(testKit, "bridge")},
 
 	"cmd/kafka-iggy": {
-		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "embedded", "auth"),
+		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "proxy/tlsfront", "embedded", "auth", "internal/tlsconf"),
 		tests:   testKit,
 	},
 
@@ -82,6 +84,7 @@ var layers = map[string]rule{
 	"deploy":             {},
 	"internal/archtest":  {},
 	"internal/panics":    {},
+	"internal/tlsconf":   {},
 	"scripts/...":        {imports: []string{"..."}},
 }
 

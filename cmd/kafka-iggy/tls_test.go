@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// testPKI is a CA the tests make, and the files it writes.
+type testPKI struct {
+	t      *testing.T
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	CAFile string
+}
+
+var serial atomic.Int64
+
+func newTestPKI(t *testing.T, dir string) *testPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: "kafka-iggy test CA " + dir},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(der)
+	p := &testPKI{t: t, dir: dir, ca: ca, caKey: key, CAFile: filepath.Join(dir, "ca.pem")}
+	writePEM(t, p.CAFile, "CERTIFICATE", der)
+	return p
+}
+
+func writePEM(t *testing.T, file, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// issue writes a certificate for subject signed by the CA (server: SANs
+// 127.0.0.1 and localhost) and returns its files and serial.
+func (p *testPKI) issue(name string, subject pkix.Name, server bool) (certFile, keyFile string, sn *big.Int) {
+	p.t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	sn = big.NewInt(serial.Add(1))
+	tmpl := &x509.Certificate{SerialNumber: sn, Subject: subject, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
+	writePEM(p.t, certFile, "CERTIFICATE", der)
+	writePEM(p.t, keyFile, "PRIVATE KEY", kd)
+	return certFile, keyFile, sn
+}
+
+// clientTLS trusts the CA and offers cert/key when given.
+func (p *testPKI) clientTLS(certFile, keyFile string) *tls.Config {
+	p.t.Helper()
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca)
+	c := &tls.Config{RootCAs: pool, ServerName: "localhost"}
+	if certFile != "" {
+		kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		c.Certificates = []tls.Certificate{kp}
+	}
+	return c
+}
+
+// tlsRoundTrip produces one record over opts and consumes it back.
+func tlsRoundTrip(t *testing.T, seed, topic string, opts ...kgo.Opt) error {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.DefaultProduceTopic(topic), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation(), kgo.RequestRetries(2)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("tls-" + topic)}).FirstErr(); err != nil {
+		return err
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			return err
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			if r := it.Next(); string(r.Value) == "tls-"+topic {
+				return nil
+			}
+		}
+	}
+}
+
+// tlsMetadata sends one ListTopics without retries.
+func tlsMetadata(t *testing.T, seed string, opts ...kgo.Opt) error {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.RequestRetries(0)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(cl).ListTopics(ctx)
+	return err
+}
+
+// servedSerial dials addr over TLS and returns the leaf's serial.
+func servedSerial(addr string, tc *tls.Config) (*big.Int, error) {
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, tc)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber, nil
+}
+
+// TestTLSListener: security protocol SSL. franz-go produces and consumes
+// over TLS 1.3 and 1.2; a plaintext client gets nothing; a connection that
+// never completes its handshake is cut after tls.handshake_timeout; a new
+// certificate written over the mounted files is served to new handshakes
+// without a restart.
+func TestTLSListener(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	pki := newTestPKI(t, t.TempDir())
+	cert, key, first := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__HANDSHAKE_TIMEOUT=1s")
+	if !strings.Contains(p.logText(), `"security_protocol":"SSL"`) {
+		t.Errorf("ready line does not name SSL:\n%s", grepLines(p.logText(), "ready"))
+	}
+	if err := tlsRoundTrip(t, p.kafka, "tls-13", kgo.DialTLSConfig(pki.clientTLS("", ""))); err != nil {
+		t.Fatalf("TLS 1.3: %v", err)
+	}
+	tc12 := pki.clientTLS("", "")
+	tc12.MaxVersion = tls.VersionTLS12
+	if err := tlsRoundTrip(t, p.kafka, "tls-12", kgo.DialTLSConfig(tc12)); err != nil {
+		t.Fatalf("TLS 1.2: %v", err)
+	}
+	if err := tlsMetadata(t, p.kafka); err == nil {
+		t.Fatal("a plaintext client was served on the SSL listener")
+	}
+	// A client that connects and sends nothing is cut by the deadline.
+	c, err := net.Dial("tcp", p.kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = c.Read(make([]byte, 1))
+	stalled := time.Since(start)
+	c.Close()
+	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || stalled < 900*time.Millisecond || stalled > 5*time.Second {
+		t.Errorf("stalled handshake: read %v after %v, want the connection closed after ~1s", err, stalled)
+	}
+	t.Logf("stalled handshake cut after %v", stalled)
+	if got, err := servedSerial(p.kafka, pki.clientTLS("", "")); err != nil || got.Cmp(first) != 0 {
+		t.Fatalf("served serial %v, %v; want %v", got, err, first)
+	}
+	// Rotate: a new pair written over the same files (as a Secret update).
+	_, _, second := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	waitFor(t, 10*time.Second, "the new certificate served", func() error {
+		got, err := servedSerial(p.kafka, pki.clientTLS("", ""))
+		if err != nil {
+			return err
+		}
+		if got.Cmp(second) != 0 {
+			return fmt.Errorf("serial %v, want %v", got, second)
+		}
+		return nil
+	})
+	if err := tlsRoundTrip(t, p.kafka, "tls-rotated", kgo.DialTLSConfig(pki.clientTLS("", ""))); err != nil {
+		t.Fatalf("after rotation: %v", err)
+	}
+	if m := metricsText(t, p); !strings.Contains(m, `kafka_iggy_tls_handshake_failures_total{reason="timeout"} 1`) {
+		t.Errorf("stalled handshake not counted:\n%s", grepLines(m, "tls_handshake"))
+	}
+}
+
+// TestTLSSASL: security protocol SASL_SSL with PLAIN (static users) and
+// SCRAM-SHA-512 from a credential file: right credentials produce and
+// consume over TLS, a wrong password gets SASL_AUTHENTICATION_FAILED, and
+// PLAIN is accepted on a non-loopback listener address only because TLS is
+// on.
+func TestTLSSASL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	dir := t.TempDir()
+	pki := newTestPKI(t, dir)
+	cert, key, _ := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	var line strings.Builder
+	if err := scramLine("carol", "SCRAM-SHA-512", 4096, strings.NewReader("carol-secret-pw\n"), &line); err != nil {
+		t.Fatal(err)
+	}
+	scramFile := filepath.Join(dir, "scram")
+	if err := os.WriteFile(scramFile, []byte(line.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key,
+		"KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw",
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)
+	if !strings.Contains(p.logText(), `"security_protocol":"SASL_SSL"`) {
+		t.Errorf("ready line does not name SASL_SSL:\n%s", grepLines(p.logText(), "ready"))
+	}
+	dial := kgo.DialTLSConfig(pki.clientTLS("", ""))
+	if err := tlsRoundTrip(t, p.kafka, "sasl-ssl-plain", dial, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret-pw"}.AsMechanism())); err != nil {
+		t.Fatalf("SASL_SSL PLAIN: %v", err)
+	}
+	if err := tlsRoundTrip(t, p.kafka, "sasl-ssl-scram", dial, kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret-pw"}.AsSha512Mechanism())); err != nil {
+		t.Fatalf("SASL_SSL SCRAM-SHA-512: %v", err)
+	}
+	wantAuthFailed(t, tlsMetadata(t, p.kafka, dial, kgo.SASL(plain.Auth{User: "alice", Pass: "wrong-password-1"}.AsMechanism())))
+	wantAuthFailed(t, tlsMetadata(t, p.kafka, dial, kgo.SASL(scram.Auth{User: "carol", Pass: "wrong-password-1"}.AsSha512Mechanism())))
+	// The failure metric's label is the client's address, not the front's
+	// loopback hop.
+	if m := metricsText(t, p); !strings.Contains(m, `kafka_iggy_sasl_failures_total{mechanism="PLAIN",remote_host="127.0.0.1"} 1`) {
+		t.Errorf("failure not counted per remote host:\n%s", grepLines(m, "sasl"))
+	}
+}
+
+// TestTLSClientCertificates: security protocol SSL with
+// tls.client_auth=require: a client certificate signed by the client CA is
+// served and its subject mapped to the principal by
+// tls.principal_mapping_rules; no certificate, one from another CA, or one
+// no rule maps is refused.
+func TestTLSClientCertificates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	pki := newTestPKI(t, t.TempDir())
+	cert, key, _ := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	appCert, appKey, _ := pki.issue("app", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}, Organization: []string{"acme"}}, false)
+	oddCert, oddKey, _ := pki.issue("odd", pkix.Name{CommonName: "someone", Organization: []string{"elsewhere"}}, false)
+	other := newTestPKI(t, t.TempDir())
+	strangerCert, strangerKey, _ := other.issue("stranger", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
+		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers,.*$/$1/L`)
+	if err := tlsRoundTrip(t, p.kafka, "mtls", kgo.DialTLSConfig(pki.clientTLS(appCert, appKey))); err != nil {
+		t.Fatalf("client certificate: %v", err)
+	}
+	waitFor(t, 5*time.Second, "the mapped principal logged", func() error {
+		if !strings.Contains(p.logText(), `"principal":"orders-app"`) {
+			return errors.New(grepLines(p.logText(), "tls:"))
+		}
+		return nil
+	})
+	for name, tc := range map[string]*tls.Config{
+		"no certificate":        pki.clientTLS("", ""),
+		"another CA":            pki.clientTLS(strangerCert, strangerKey),
+		"no rule maps the name": pki.clientTLS(oddCert, oddKey),
+	} {
+		if err := tlsMetadata(t, p.kafka, kgo.DialTLSConfig(tc)); err == nil {
+			t.Errorf("%s: served", name)
+		}
+	}
+	waitFor(t, 5*time.Second, "the unmapped certificate logged", func() error {
+		if log := p.logText(); !strings.Contains(log, "no principal mapping rule matches") {
+			return errors.New(grepLines(log, "tls:"))
+		}
+		return nil
+	})
+}
