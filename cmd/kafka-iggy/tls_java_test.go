@@ -6,26 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// pemBundle writes certFile and keyFile into one PEM file (key first), the
-// form kafka-clients reads as ssl.keystore.type=PEM.
-func pemBundle(t *testing.T, certFile, keyFile string) string {
-	t.Helper()
-	k, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := os.ReadFile(certFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := strings.TrimSuffix(certFile, ".pem") + "-keystore.pem"
-	if err := os.WriteFile(out, append(k, c...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
+)
 
 // TestTLSJavaClient: kafka-clients over SSL (PEM truststore), SASL_SSL
 // with PLAIN and SCRAM-SHA-512, and SSL with a client certificate (PEM
@@ -35,9 +18,10 @@ func pemBundle(t *testing.T, certFile, keyFile string) string {
 func TestTLSJavaClient(t *testing.T) {
 	run := javaSasl(t)
 	dir := t.TempDir()
-	pki := newTestPKI(t, dir)
-	cert, key, _ := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
-	appCert, appKey, _ := pki.issue("app", pkix.Name{CommonName: "java-app", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	pki := tlstest.New(t, dir)
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	cert, key := srv.CertFile, srv.KeyFile
+	app := pki.Issue("app", pkix.Name{CommonName: "java-app", OrganizationalUnit: []string{"ServiceUsers"}}, false)
 	var line strings.Builder
 	if err := scramLine("carol", "SCRAM-SHA-512", 4096, strings.NewReader("carol-secret-pw\n"), &line); err != nil {
 		t.Fatal(err)
@@ -58,7 +42,7 @@ func TestTLSJavaClient(t *testing.T) {
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
 		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
 		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers.*$/$1/`)
-	keystore := append(append([]string{}, ssl...), "ssl.keystore.type=PEM", "ssl.keystore.location="+pemBundle(t, appCert, appKey))
+	keystore := append(append([]string{}, ssl...), "ssl.keystore.type=PEM", "ssl.keystore.location="+app.Bundle(t))
 	for _, c := range []struct {
 		name, addr, mech, user, pass, want string
 		props                              []string

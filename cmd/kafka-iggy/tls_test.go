@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -16,98 +11,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
-
-// testPKI is a CA the tests make, and the files it writes.
-type testPKI struct {
-	t      *testing.T
-	dir    string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	CAFile string
-}
-
-var serial atomic.Int64
-
-func newTestPKI(t *testing.T, dir string) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: "kafka-iggy test CA " + dir},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	p := &testPKI{t: t, dir: dir, ca: ca, caKey: key, CAFile: filepath.Join(dir, "ca.pem")}
-	writePEM(t, p.CAFile, "CERTIFICATE", der)
-	return p
-}
-
-func writePEM(t *testing.T, file, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// issue writes a certificate for subject signed by the CA (server: SANs
-// 127.0.0.1 and localhost) and returns its files and serial.
-func (p *testPKI) issue(name string, subject pkix.Name, server bool) (certFile, keyFile string, sn *big.Int) {
-	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	sn = big.NewInt(serial.Add(1))
-	tmpl := &x509.Certificate{SerialNumber: sn, Subject: subject, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kd, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
-	writePEM(p.t, certFile, "CERTIFICATE", der)
-	writePEM(p.t, keyFile, "PRIVATE KEY", kd)
-	return certFile, keyFile, sn
-}
-
-// clientTLS trusts the CA and offers cert/key when given.
-func (p *testPKI) clientTLS(certFile, keyFile string) *tls.Config {
-	p.t.Helper()
-	pool := x509.NewCertPool()
-	pool.AddCert(p.ca)
-	c := &tls.Config{RootCAs: pool, ServerName: "localhost"}
-	if certFile != "" {
-		kp, err := tls.LoadX509KeyPair(certFile, keyFile)
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		c.Certificates = []tls.Certificate{kp}
-	}
-	return c
-}
 
 // tlsRoundTrip produces one record over opts and consumes it back.
 func tlsRoundTrip(t *testing.T, seed, topic string, opts ...kgo.Opt) error {
@@ -169,17 +81,18 @@ func TestTLSListener(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a sidecar process")
 	}
-	pki := newTestPKI(t, t.TempDir())
-	cert, key, first := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	cert, key, first := srv.CertFile, srv.KeyFile, srv.Serial
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__HANDSHAKE_TIMEOUT=1s")
 	if !strings.Contains(p.logText(), `"security_protocol":"SSL"`) {
 		t.Errorf("ready line does not name SSL:\n%s", grepLines(p.logText(), "ready"))
 	}
-	if err := tlsRoundTrip(t, p.kafka, "tls-13", kgo.DialTLSConfig(pki.clientTLS("", ""))); err != nil {
+	if err := tlsRoundTrip(t, p.kafka, "tls-13", kgo.DialTLSConfig(pki.ClientTLS(nil))); err != nil {
 		t.Fatalf("TLS 1.3: %v", err)
 	}
-	tc12 := pki.clientTLS("", "")
+	tc12 := pki.ClientTLS(nil)
 	tc12.MaxVersion = tls.VersionTLS12
 	if err := tlsRoundTrip(t, p.kafka, "tls-12", kgo.DialTLSConfig(tc12)); err != nil {
 		t.Fatalf("TLS 1.2: %v", err)
@@ -201,13 +114,13 @@ func TestTLSListener(t *testing.T) {
 		t.Errorf("stalled handshake: read %v after %v, want the connection closed after ~1s", err, stalled)
 	}
 	t.Logf("stalled handshake cut after %v", stalled)
-	if got, err := servedSerial(p.kafka, pki.clientTLS("", "")); err != nil || got.Cmp(first) != 0 {
+	if got, err := servedSerial(p.kafka, pki.ClientTLS(nil)); err != nil || got.Cmp(first) != 0 {
 		t.Fatalf("served serial %v, %v; want %v", got, err, first)
 	}
 	// Rotate: a new pair written over the same files (as a Secret update).
-	_, _, second := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	second := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true).Serial
 	waitFor(t, 10*time.Second, "the new certificate served", func() error {
-		got, err := servedSerial(p.kafka, pki.clientTLS("", ""))
+		got, err := servedSerial(p.kafka, pki.ClientTLS(nil))
 		if err != nil {
 			return err
 		}
@@ -216,7 +129,7 @@ func TestTLSListener(t *testing.T) {
 		}
 		return nil
 	})
-	if err := tlsRoundTrip(t, p.kafka, "tls-rotated", kgo.DialTLSConfig(pki.clientTLS("", ""))); err != nil {
+	if err := tlsRoundTrip(t, p.kafka, "tls-rotated", kgo.DialTLSConfig(pki.ClientTLS(nil))); err != nil {
 		t.Fatalf("after rotation: %v", err)
 	}
 	if m := metricsText(t, p); !strings.Contains(m, `kafka_iggy_tls_handshake_failures_total{reason="timeout"} 1`) {
@@ -234,8 +147,9 @@ func TestTLSSASL(t *testing.T) {
 		t.Skip("starts a sidecar process")
 	}
 	dir := t.TempDir()
-	pki := newTestPKI(t, dir)
-	cert, key, _ := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
+	pki := tlstest.New(t, dir)
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	cert, key := srv.CertFile, srv.KeyFile
 	var line strings.Builder
 	if err := scramLine("carol", "SCRAM-SHA-512", 4096, strings.NewReader("carol-secret-pw\n"), &line); err != nil {
 		t.Fatal(err)
@@ -251,7 +165,7 @@ func TestTLSSASL(t *testing.T) {
 	if !strings.Contains(p.logText(), `"security_protocol":"SASL_SSL"`) {
 		t.Errorf("ready line does not name SASL_SSL:\n%s", grepLines(p.logText(), "ready"))
 	}
-	dial := kgo.DialTLSConfig(pki.clientTLS("", ""))
+	dial := kgo.DialTLSConfig(pki.ClientTLS(nil))
 	if err := tlsRoundTrip(t, p.kafka, "sasl-ssl-plain", dial, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret-pw"}.AsMechanism())); err != nil {
 		t.Fatalf("SASL_SSL PLAIN: %v", err)
 	}
@@ -276,17 +190,18 @@ func TestTLSClientCertificates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a sidecar process")
 	}
-	pki := newTestPKI(t, t.TempDir())
-	cert, key, _ := pki.issue("server", pkix.Name{CommonName: "localhost"}, true)
-	appCert, appKey, _ := pki.issue("app", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}, Organization: []string{"acme"}}, false)
-	oddCert, oddKey, _ := pki.issue("odd", pkix.Name{CommonName: "someone", Organization: []string{"elsewhere"}}, false)
-	other := newTestPKI(t, t.TempDir())
-	strangerCert, strangerKey, _ := other.issue("stranger", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	cert, key := srv.CertFile, srv.KeyFile
+	app := pki.Issue("app", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}, Organization: []string{"acme"}}, false)
+	odd := pki.Issue("odd", pkix.Name{CommonName: "someone", Organization: []string{"elsewhere"}}, false)
+	other := tlstest.New(t, t.TempDir())
+	stranger := other.Issue("stranger", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}}, false)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
 		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
 		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers,.*$/$1/L`)
-	if err := tlsRoundTrip(t, p.kafka, "mtls", kgo.DialTLSConfig(pki.clientTLS(appCert, appKey))); err != nil {
+	if err := tlsRoundTrip(t, p.kafka, "mtls", kgo.DialTLSConfig(pki.ClientTLS(&app))); err != nil {
 		t.Fatalf("client certificate: %v", err)
 	}
 	waitFor(t, 5*time.Second, "the mapped principal logged", func() error {
@@ -296,9 +211,9 @@ func TestTLSClientCertificates(t *testing.T) {
 		return nil
 	})
 	for name, tc := range map[string]*tls.Config{
-		"no certificate":        pki.clientTLS("", ""),
-		"another CA":            pki.clientTLS(strangerCert, strangerKey),
-		"no rule maps the name": pki.clientTLS(oddCert, oddKey),
+		"no certificate":        pki.ClientTLS(nil),
+		"another CA":            pki.ClientTLS(&stranger),
+		"no rule maps the name": pki.ClientTLS(&odd),
 	} {
 		if err := tlsMetadata(t, p.kafka, kgo.DialTLSConfig(tc)); err == nil {
 			t.Errorf("%s: served", name)

@@ -74,7 +74,7 @@ var layers = map[string]rule{
 
 	"cmd/kafka-iggy": {
 		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "proxy/tlsfront", "embedded", "auth", "internal/tlsconf"),
-		tests:   testKit,
+		tests:   with(testKit, "internal/tlsconf/tlstest"),
 	},
 
 	"embedded":           {imports: with(iggyCodec, "embedded/plog"), tests: []string{"embedded/embedtest"}},
@@ -85,7 +85,9 @@ var layers = map[string]rule{
 	"internal/archtest":  {},
 	"internal/panics":    {},
 	"internal/tlsconf":   {},
-	"scripts/...":        {imports: []string{"..."}},
+	// the tests' own CA and certificates (test files only)
+	"internal/tlsconf/tlstest": {},
+	"scripts/...":              {imports: []string{"..."}},
 }
 
 // importedOnlyBy names, for the packages the doc fences in, which packages
