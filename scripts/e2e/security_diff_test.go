@@ -1,0 +1,299 @@
+//go:build cgo
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
+)
+
+// secureTarget is one broker (the sidecar or Kafka) serving SASL_SSL with
+// PLAIN and SSL with required client certificates.
+type secureTarget struct {
+	name          string
+	saslSSL, mtls string // bootstrap addresses
+}
+
+// secureClient is one client's view of a scenario.
+type secureClient struct {
+	name string
+	// run produces one record to topic over the given settings and
+	// returns the outcome class: ok, sasl_failed or refused.
+	run func(t *testing.T, addr, topic string, s secureSettings) string
+}
+
+// secureSettings is what a client is configured with.
+type secureSettings struct {
+	protocol   string // SSL, SASL_SSL, PLAINTEXT
+	user, pass string // SASL PLAIN
+	cert       *tlstest.Issued
+	pki        *tlstest.PKI
+}
+
+// TestSecurityDifferential: the same TLS and SASL_SSL scenarios against
+// the sidecar and, with KAFKA_IGGY_E2E_KAFKA set, Apache Kafka configured
+// the same way (a SASL_SSL listener with PLAIN, an SSL listener with
+// ssl.client.auth=required and ssl.principal.mapping.rules, one CA the test
+// makes): franz-go and confluent-kafka-go (librdkafka) get the same
+// outcome class from both.
+func TestSecurityDifferential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts brokers")
+	}
+	dir := t.TempDir()
+	pki := tlstest.New(t, dir)
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	app := pki.Issue("app", pkix.Name{CommonName: "orders", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	const rules = `RULE:^CN=([^,]*),OU=ServiceUsers.*$/$1/`
+
+	targets := []secureTarget{startSecureSidecars(t, srv, pki, rules)}
+	if want := os.Getenv("KAFKA_IGGY_E2E_KAFKA"); want != "" && want != "0" {
+		targets = append(targets, startSecureKafka(t, dir, srv, pki, rules))
+	}
+	clients := []secureClient{{"franz-go", franzSecure}, {"confluent", confluentSecure}}
+	scenarios := []struct {
+		name string
+		sasl bool // the SASL_SSL listener, else the SSL one
+		s    secureSettings
+		want string
+	}{
+		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok"},
+		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed"},
+		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused"},
+		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok"},
+		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused"},
+	}
+	for _, sc := range scenarios {
+		for _, cl := range clients {
+			for _, tg := range targets {
+				addr := tg.mtls
+				if sc.sasl {
+					addr = tg.saslSSL
+				}
+				s := sc.s
+				s.pki = pki
+				topic := "sec-" + strings.ToLower(strings.NewReplacer(" ", "-", "_", "-").Replace(sc.name)) + "-" + cl.name
+				got := cl.run(t, addr, topic, s)
+				t.Logf("%-34s %-9s %-7s %s", sc.name, cl.name, tg.name, got)
+				if got != sc.want {
+					t.Errorf("%s, %s against %s: %s, want %s", sc.name, cl.name, tg.name, got, sc.want)
+				}
+			}
+		}
+	}
+}
+
+// franzSecure produces one record with franz-go.
+func franzSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.RequestRetries(0), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(8 * time.Second),
+		kgo.DisableIdempotentWrite()} // no InitProducerId: a fresh Kafka answers it COORDINATOR_LOAD_IN_PROGRESS for a while
+	if s.protocol != "PLAINTEXT" {
+		opts = append(opts, kgo.DialTLSConfig(s.pki.ClientTLS(s.cert)))
+	}
+	if s.user != "" {
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("secure")}).FirstErr()
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return "sasl_failed"
+	}
+	t.Logf("franz-go: %v", err)
+	return "refused"
+}
+
+// confluentSecure produces one record with confluent-kafka-go.
+func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	cfg := &kafka.ConfigMap{"bootstrap.servers": addr, "security.protocol": s.protocol, "message.timeout.ms": 8000,
+		"socket.timeout.ms": 5000, "reconnect.backoff.max.ms": 1000}
+	if s.protocol != "PLAINTEXT" {
+		_ = cfg.SetKey("ssl.ca.location", s.pki.CAFile)
+	}
+	if s.cert != nil {
+		_ = cfg.SetKey("ssl.certificate.location", s.cert.CertFile)
+		_ = cfg.SetKey("ssl.key.location", s.cert.KeyFile)
+	}
+	if s.user != "" {
+		_ = cfg.SetKey("sasl.mechanism", "PLAIN")
+		_ = cfg.SetKey("sasl.username", s.user)
+		_ = cfg.SetKey("sasl.password", s.pass)
+	}
+	p, err := kafka.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr := make(chan kafka.Event, 1)
+	if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Value: []byte("secure")}, dr); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-dr:
+			if m := ev.(*kafka.Message); m.TopicPartition.Error != nil {
+				t.Logf("confluent: %v", m.TopicPartition.Error)
+				return "refused"
+			}
+			return "ok"
+		case ev := <-p.Events():
+			if e, ok := ev.(kafka.Error); ok {
+				if e.Code() == kafka.ErrAuthentication && strings.Contains(e.String(), "SASL") {
+					return "sasl_failed"
+				}
+				if e.Code() == kafka.ErrAllBrokersDown || e.Code() == kafka.ErrAuthentication || e.Code() == kafka.ErrSsl {
+					t.Logf("confluent: %v", e)
+					return "refused"
+				}
+			}
+		case <-deadline:
+			return "timeout"
+		}
+	}
+}
+
+// startSecureSidecars runs two sidecars: SASL_SSL with a static PLAIN user,
+// and SSL with required client certificates.
+func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kafka-iggy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
+	}
+	tlsEnv := []string{"KAFKA_IGGY_TLS__ENABLED=true", "KAFKA_IGGY_TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE=" + srv.KeyFile}
+	sasl := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static",
+		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw")...)
+	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile,
+		"KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES="+rules)...)
+	return secureTarget{name: "sidecar", saslSSL: sasl, mtls: mtls}
+}
+
+// runSidecarProc runs `kafka-iggy serve` with env on loopback ports and
+// returns its Kafka address; the process ends with the test.
+func runSidecarProc(t *testing.T, bin string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "serve")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, "KAFKA_IGGY_LISTENER__ADDRESS=127.0.0.1:0", "KAFKA_IGGY_ADMIN__ENABLED=false",
+		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_LOG__FORMAT=json"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	var log strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Message string `json:"message"`
+				Kafka   string `json:"kafka_address"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Message, "ready for Kafka clients") {
+				addr <- line.Kafka
+			} else if log.Len() < 64<<10 {
+				log.Write(sc.Bytes())
+				log.WriteByte('\n')
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		close(addr)
+	}()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			t.Fatalf("kafka-iggy serve exited before it was ready")
+		}
+		return a
+	case <-time.After(60 * time.Second):
+		t.Fatal("kafka-iggy serve not ready within 60s")
+	}
+	return ""
+}
+
+// startSecureKafka starts Apache Kafka with a SASL_SSL listener (PLAIN,
+// user alice) and an SSL listener requiring client certificates, both with
+// srv's certificate and pki's CA.
+func startSecureKafka(t *testing.T, dir string, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
+	t.Helper()
+	props := filepath.Join(dir, "secure.properties")
+	conf := fmt.Sprintf(`ssl.keystore.type=PEM
+ssl.keystore.location=%s
+ssl.truststore.type=PEM
+ssl.truststore.location=%s
+ssl.principal.mapping.rules=%s
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret-pw";
+`, srv.Bundle(t), pki.CAFile, rules)
+	if err := os.WriteFile(props, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KAFKA_IGGY_BROKER_LISTENERS", "SASL_SSL SSL")
+	t.Setenv("KAFKA_IGGY_BROKER_PROPS", props)
+	v := os.Getenv("KAFKA_IGGY_E2E_KAFKA")
+	if v == "1" {
+		v = ""
+	}
+	b, err := StartKafkaBroker(v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	read := func(name string) string {
+		a, err := os.ReadFile(filepath.Join(b.Dir, "listener."+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(a))
+	}
+	return secureTarget{name: "kafka", saslSSL: read("SASL_SSL"), mtls: read("SSL")}
+}
