@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf"
 )
 
 // Defaults of PeersConfig and CoordinationConfig.
@@ -58,6 +60,31 @@ type PeersConfig struct {
 	// MaxFrameBytes caps one peer frame (a JoinGroup answer carries every
 	// member's metadata), 4096..67108864 bytes. Default 8388608 (8 MiB).
 	MaxFrameBytes int `koanf:"max_frame_bytes"`
+	// TLS is mutual TLS on the peer link, beside the shared secret.
+	TLS PeerTLSConfig `koanf:"tls"`
+}
+
+// PeerTLSConfig is mutual TLS between the sidecars of a domain (keys
+// peers.tls.*): each side presents its certificate and verifies the
+// other's against ca_file; the HMAC challenge still runs inside. The files
+// are read again when they change (new connections use the new ones).
+type PeerTLSConfig struct {
+	// Enabled turns mutual TLS on; every sidecar of the domain must agree.
+	// Default false.
+	Enabled bool `koanf:"enabled"`
+	// CertFile is this sidecar's PEM certificate chain, leaf first, used
+	// both to serve and to dial. Required when enabled. Default "".
+	CertFile string `koanf:"cert_file"`
+	// KeyFile is CertFile's PEM private key. Required when enabled.
+	// Default "".
+	KeyFile string `koanf:"key_file"`
+	// CAFile holds the PEM CA certificates peer certificates must chain
+	// to. Required when enabled. Default "".
+	CAFile string `koanf:"ca_file"`
+	// ServerName, when set, is the name the owner's certificate must carry
+	// (a DNS SAN), e.g. one certificate shared by the deployment's pods;
+	// "" verifies the chain only (pods are dialled by IP). Default "".
+	ServerName string `koanf:"server_name"`
 }
 
 // CoordinationConfig places a sidecar in a coordination domain (keys
@@ -200,6 +227,14 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	}
 	if p.MaxFrameBytes < handshakeMaxFrame || p.MaxFrameBytes > 64<<20 {
 		bad("peers.max_frame_bytes", "must be %d..%d, got %d", handshakeMaxFrame, 64<<20, p.MaxFrameBytes)
+	}
+	if t := p.TLS; t.Enabled {
+		if t.CAFile == "" {
+			bad("peers.tls.ca_file", "required when peers.tls.enabled is true")
+		}
+		for _, err := range (tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile}).Check("peers.tls.", true) {
+			errs = append(errs, err)
+		}
 	}
 	if c.Domain == "" || len(c.Domain) > 200 {
 		bad("coordination.domain", "must be 1..200 bytes")

@@ -23,6 +23,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -88,6 +89,7 @@ type linkServer struct {
 	hsTime   time.Duration
 	log      zerolog.Logger
 	handle   handler
+	tls      *tls.Config // nil: no peer TLS
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -196,6 +198,17 @@ func (s *linkServer) handshake(c net.Conn, br *bufio.Reader) (string, bool) {
 
 func (s *linkServer) conn(c net.Conn) {
 	defer c.Close()
+	if s.tls != nil {
+		// Mutual TLS first: a peer without a certificate of the domain's
+		// CA never reaches the HMAC challenge.
+		tc := tls.Server(c, s.tls)
+		_ = c.SetDeadline(time.Now().Add(s.hsTime))
+		if err := tc.Handshake(); err != nil {
+			s.refuse(c, "tls_handshake", err)
+			return
+		}
+		c = tc
+	}
 	br := bufio.NewReader(c)
 	node, ok := s.handshake(c, br)
 	if !ok {
@@ -262,6 +275,7 @@ type peerClient struct {
 	hsTime   time.Duration
 	maxFrame int
 	log      zerolog.Logger
+	tls      func() *tls.Config // nil: no peer TLS
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -290,6 +304,16 @@ func (p *peerClient) connect(ctx context.Context) (net.Conn, error) {
 	c, err := (&net.Dialer{}).DialContext(dctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
+	}
+	if p.tls != nil {
+		tc := tls.Client(c, p.tls())
+		_ = c.SetDeadline(time.Now().Add(p.hsTime))
+		if err := tc.Handshake(); err != nil {
+			_ = c.Close()
+			p.log.Warn().Err(err).Str("peer_address", p.addr).Msg("peer TLS handshake failed")
+			return nil, fmt.Errorf("%w: %v", errPeerAuth, err)
+		}
+		c = tc
 	}
 	br := bufio.NewReader(c)
 	if err := p.handshake(c, br); err != nil {
