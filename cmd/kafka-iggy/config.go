@@ -303,6 +303,10 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if c.UseEmbedded() && c.Embedded.Server.TLS.Enabled != c.Iggy.TLS.Enabled {
+		// The client dials the embedded server: both sides speak TLS or neither.
+		bad("iggy.tls.enabled", "is %v but embedded.tls.enabled is %v: the sidecar's client dials the embedded server, set both alike", c.Iggy.TLS.Enabled, c.Embedded.Server.TLS.Enabled)
+	}
 	c.SASL.validate(c.Proxy.Listener.Address, c.TLS.Enabled, bad)
 	c.TLS.validate(bad)
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,4 +226,45 @@ func TestTLSClientCertificates(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestIggyTLS: the embedded Iggy server serves TLS on its TCP listener
+// (embedded.tls, as Iggy's tcp.tls) and the sidecar's Iggy client dials it
+// over TLS, verifying it against iggy.tls.ca_file: Kafka clients produce
+// and consume through it. A client trusting another CA gets no Iggy
+// session; the two sides set unlike is refused at start naming the key.
+func TestIggyTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("iggy", pkix.Name{CommonName: "iggy"}, true)
+	embed := []string{"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_EMBEDDED__TLS__ENABLED=true",
+		"KAFKA_IGGY_EMBEDDED__TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_EMBEDDED__TLS__KEY_FILE=" + srv.KeyFile, "KAFKA_IGGY_IGGY__TLS__ENABLED=true"}
+	p := startServeProc(t, append(embed, "KAFKA_IGGY_IGGY__TLS__CA_FILE="+pki.CAFile)...)
+	if err := tlsRoundTrip(t, p.kafka, "over-iggy-tls"); err != nil {
+		t.Fatalf("through the TLS link to Iggy: %v", err)
+	}
+	if !strings.Contains(p.logText(), `"tls":true`) {
+		t.Errorf("the embedded server does not say it serves TLS:\n%s", grepLines(p.logText(), "embedded Iggy server"))
+	}
+
+	other := tlstest.New(t, t.TempDir())
+	q := startServeProc(t, append(embed, "KAFKA_IGGY_IGGY__TLS__CA_FILE="+other.CAFile)...)
+	waitFor(t, 15*time.Second, "the refused TLS handshake logged", func() error {
+		if !strings.Contains(q.logText(), "TLS handshake with") {
+			return errors.New(grepLines(q.logText(), "iggy"))
+		}
+		return nil
+	})
+	if resp, err := http.Get("http://" + q.admin + "/readyz"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("readyz with an untrusted Iggy certificate: %v %v, want 503", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	_, err := loadConfig([]string{"--embedded.tls.enabled", "--embedded.tls.cert_file", srv.CertFile, "--embedded.tls.key_file", srv.KeyFile}, nil)
+	if msg := problemKeys(t, err)["iggy.tls.enabled"]; !strings.Contains(msg, "embedded.tls.enabled is true") {
+		t.Errorf("unlike TLS settings: %v", err)
+	}
 }

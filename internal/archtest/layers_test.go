@@ -52,7 +52,7 @@ var layers = map[string]rule{
 
 	"budget": {},
 
-	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
+	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/groups":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
