@@ -12,7 +12,7 @@ package main
 // (cooperative-sticky first), session timeout plan.RebalSession, heartbeat
 // interval plan.RebalHeartbeat, each polling its own loop.
 //
-// Each event is timed from the call that causes it (kgo.NewClient of the
+// Each event is timed from the call that causes it (newKgo of the
 // joining member, Close of the leaving one, SIGKILL of the owner) to the
 // first DescribeGroups answer, polled every rebalancePoll, that shows the
 // group Stable with exactly the expected members (by member id) and every
@@ -63,7 +63,7 @@ type rbMember struct {
 }
 
 func startMember(ctx context.Context, seed, group, topic string, session, heartbeat time.Duration) (*rbMember, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cl, err := newKgo(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.SessionTimeout(session), kgo.HeartbeatInterval(heartbeat))
 	if err != nil {
 		return nil, err
