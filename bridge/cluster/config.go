@@ -232,9 +232,7 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 		if t.CAFile == "" {
 			bad("peers.tls.ca_file", "required when peers.tls.enabled is true")
 		}
-		for _, err := range (tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile}).Check("peers.tls.", true) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, (tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile}).Check("peers.tls.", true)...)
 	}
 	if c.Domain == "" || len(c.Domain) > 200 {
 		bad("coordination.domain", "must be 1..200 bytes")

@@ -38,6 +38,8 @@ func TestTLSJavaClient(t *testing.T) {
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key,
 		"KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw",
 		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)
+	plainSSL := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key)
 	mtls := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
 		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
@@ -47,6 +49,7 @@ func TestTLSJavaClient(t *testing.T) {
 		name, addr, mech, user, pass, want string
 		props                              []string
 	}{
+		{"SSL", plainSSL.kafka, "NONE", "", "", "OK", ssl},
 		{"SASL_SSL PLAIN", sasl.kafka, "PLAIN", "alice", "alice-secret-pw", "OK", saslSSL},
 		{"SASL_SSL SCRAM-SHA-512", sasl.kafka, "SCRAM-SHA-512", "carol", "carol-secret-pw", "OK", saslSSL},
 		{"SASL_SSL PLAIN wrong password", sasl.kafka, "PLAIN", "alice", "wrong-password", "FAIL org.apache.kafka.common.errors.SaslAuthenticationException", saslSSL},

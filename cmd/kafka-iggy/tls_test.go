@@ -18,6 +18,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
@@ -138,9 +139,9 @@ func TestTLSListener(t *testing.T) {
 	}
 }
 
-// TestTLSSASL: security protocol SASL_SSL with PLAIN (static users) and
-// SCRAM-SHA-512 from a credential file: right credentials produce and
-// consume over TLS, a wrong password gets SASL_AUTHENTICATION_FAILED, and
+// TestTLSSASL: security protocol SASL_SSL with PLAIN (static users),
+// SCRAM-SHA-512 from a credential file and OAUTHBEARER (a JWT checked
+// against a JWKS): right credentials produce and consume over TLS, a wrong password gets SASL_AUTHENTICATION_FAILED, and
 // PLAIN is accepted on a non-loopback listener address only because TLS is
 // on.
 func TestTLSSASL(t *testing.T) {
@@ -159,10 +160,13 @@ func TestTLSSASL(t *testing.T) {
 	if err := os.WriteFile(scramFile, []byte(line.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	jwks, token := testIssuer(t)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key,
 		"KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw",
-		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)
+		"KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile,
+		"KAFKA_IGGY_SASL__OAUTHBEARER__JWKS="+jwks, "KAFKA_IGGY_SASL__OAUTHBEARER__ISSUER=https://idp.test",
+		"KAFKA_IGGY_SASL__OAUTHBEARER__AUDIENCE=kafka")
 	if !strings.Contains(p.logText(), `"security_protocol":"SASL_SSL"`) {
 		t.Errorf("ready line does not name SASL_SSL:\n%s", grepLines(p.logText(), "ready"))
 	}
@@ -173,6 +177,10 @@ func TestTLSSASL(t *testing.T) {
 	if err := tlsRoundTrip(t, p.kafka, "sasl-ssl-scram", dial, kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret-pw"}.AsSha512Mechanism())); err != nil {
 		t.Fatalf("SASL_SSL SCRAM-SHA-512: %v", err)
 	}
+	if err := tlsRoundTrip(t, p.kafka, "sasl-ssl-oauth", dial, kgo.SASL(oauth.Auth{Token: token("https://idp.test")}.AsMechanism())); err != nil {
+		t.Fatalf("SASL_SSL OAUTHBEARER: %v", err)
+	}
+	wantAuthFailed(t, tlsMetadata(t, p.kafka, dial, kgo.SASL(oauth.Auth{Token: token("https://other.test")}.AsMechanism())))
 	wantAuthFailed(t, tlsMetadata(t, p.kafka, dial, kgo.SASL(plain.Auth{User: "alice", Pass: "wrong-password-1"}.AsMechanism())))
 	wantAuthFailed(t, tlsMetadata(t, p.kafka, dial, kgo.SASL(scram.Auth{User: "carol", Pass: "wrong-password-1"}.AsSha512Mechanism())))
 	// The failure metric's label is the client's address, not the front's
