@@ -160,7 +160,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	if cfg.TLS.Enabled {
 		// TLS is terminated in front of the gnet loops (proxy/tlsfront);
 		// gnet listens on loopback behind it.
-		if front, pcfg, err = startTLSFront(cfg, metrics.Registry(), log.With().Str("component", "tls").Logger()); err != nil {
+		if front, pcfg, err = startTLSFront(cfg, metrics.Registry(), budget, log.With().Str("component", "tls").Logger()); err != nil {
 			return err
 		}
 		pxOpts = append(pxOpts, proxy.WithFront(frontLookup(front)))

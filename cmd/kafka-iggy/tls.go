@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/auth"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/tlsfront"
@@ -35,7 +36,7 @@ func (m frontMetrics) HandshakeFailed(reason string) { m.failed.WithLabelValues(
 // startTLSFront binds the TLS front on listener.address and returns it
 // with the proxy configuration behind it: gnet on a loopback port, the
 // advertised address the front's.
-func startTLSFront(cfg Config, reg prometheus.Registerer, log zerolog.Logger) (*tlsfront.Front, proxy.Config, error) {
+func startTLSFront(cfg Config, reg prometheus.Registerer, mem *budget.Budget, log zerolog.Logger) (*tlsfront.Front, proxy.Config, error) {
 	t := cfg.TLS
 	rl, err := tlsconf.NewReloader(tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.ClientCAFile}, log)
 	if err != nil {
@@ -56,7 +57,7 @@ func startTLSFront(cfg Config, reg prometheus.Registerer, log zerolog.Logger) (*
 		reg.MustRegister(failed)
 	}
 	f, err := tlsfront.Listen(tlsfront.Config{Address: cfg.Proxy.Listener.Address, TLS: tc, HandshakeTimeout: t.HandshakeTimeout,
-		Mapper: mapper, MaxConnections: cfg.Proxy.Limits.MaxConnections, Metrics: frontMetrics{failed}}, log)
+		Mapper: mapper, MaxConnections: cfg.Proxy.Limits.MaxConnections, Metrics: frontMetrics{failed}, Budget: mem}, log)
 	if err != nil {
 		return nil, cfg.Proxy, fmt.Errorf("kafka listener: %w", err)
 	}

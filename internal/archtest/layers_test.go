@@ -68,7 +68,7 @@ var layers = map[string]rule{
 
 	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "auth"), tests: testKit},
 	// tlsfront terminates TLS in front of proxy's gnet listener.
-	"proxy/tlsfront": {imports: []string{"auth"}},
+	"proxy/tlsfront": {imports: []string{"auth", "budget"}, tests: []string{"internal/tlsconf", "internal/tlsconf/tlstest"}},
 	// admin adapts the metric hooks of proxy and bridge/iggy.
 	"proxy/admin": {imports: with(iggyCodec, "budget", "bridge/iggy", "proxy"), tests: with(testKit, "bridge")},
 
@@ -103,7 +103,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/telemetry":    {"bridge"},
 	"bridge/quotas":       {"bridge"},
 	"bridge/producers":    {"bridge"},
-	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
+	"budget":              {"proxy", "proxy/admin", "proxy/tlsfront", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 
 // where tells a reader of a failure what to edit.

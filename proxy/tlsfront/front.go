@@ -31,10 +31,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/auth"
+	"github.com/kafka-iggy/kafka-iggy/budget"
 )
 
 // bufSize is each direction's copy buffer: one TLS record's plaintext.
 const bufSize = 16 << 10
+
+// ConnBytes is what one connection through the front holds, counted in
+// the memory budget while it is open: two copy buffers, crypto/tls's input
+// and output record buffers (a record is at most 16 KiB plus overhead) and
+// the two goroutines' stacks.
+const ConnBytes = 2*bufSize + 2*(16<<10+2048) + 2*8<<10
 
 // Info is what the front knows of one client connection.
 type Info struct {
@@ -60,6 +67,9 @@ type Config struct {
 	MaxConnections int
 	// Metrics receives outcomes; nil: none.
 	Metrics Metrics
+	// Budget is the process's memory budget; each open connection counts
+	// ConnBytes in it as held outside its grants. nil: not counted.
+	Budget *budget.Budget
 }
 
 // Metrics receives the front's outcomes; safe for concurrent use.
@@ -185,6 +195,8 @@ func (f *Front) untrack(c net.Conn) {
 // serve handshakes one client and forwards its plaintext.
 func (f *Front) serve(raw net.Conn) {
 	defer f.wg.Done()
+	f.cfg.Budget.Outside(ConnBytes)
+	defer f.cfg.Budget.Outside(-ConnBytes)
 	defer f.n.Add(-1)
 	defer f.untrack(raw)
 	defer raw.Close()
