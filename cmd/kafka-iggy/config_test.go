@@ -302,7 +302,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		},
 		SASL: SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond,
 			OAuthBearer: OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second}},
-		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
+		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2", HandshakeTimeout: 10 * time.Second, PrincipalMappingRules: "DEFAULT"},
 		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "auto"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
