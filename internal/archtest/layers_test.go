@@ -84,7 +84,7 @@ var layers = map[string]rule{
 	"deploy":             {},
 	"internal/archtest":  {},
 	"internal/panics":    {},
-	"internal/tlsconf":   {},
+	"internal/tlsconf":   {tests: []string{"internal/tlsconf/tlstest"}},
 	// the tests' own CA and certificates (test files only)
 	"internal/tlsconf/tlstest": {},
 	"scripts/...":              {imports: []string{"..."}},
