@@ -181,7 +181,7 @@ func FuzzPeerRequest(f *testing.F) {
 }
 
 // linkPair runs a linkServer with secret on loopback; handle counts calls.
-func linkPair(t *testing.T, secret string, handle handler) (*linkServer, *strings.Builder, *sync.Mutex) {
+func linkPair(t *testing.T, secret string, handle handler, mods ...func(*linkServer)) (*linkServer, *strings.Builder, *sync.Mutex) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,6 +192,9 @@ func linkPair(t *testing.T, secret string, handle handler) (*linkServer, *string
 	w := zerolog.SyncWriter(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logBuf.Write(p) }))
 	s := &linkServer{ln: ln, secret: []byte(secret), domain: "d", maxFrame: 1 << 16, hsTime: 2 * time.Second,
 		log: zerolog.New(w), handle: handle, conns: map[net.Conn]struct{}{}}
+	for _, m := range mods {
+		m(s)
+	}
 	go s.serve()
 	t.Cleanup(s.close)
 	return s, &logBuf, &mu

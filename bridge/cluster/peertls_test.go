@@ -30,8 +30,7 @@ func TestLinkMutualTLS(t *testing.T) {
 		return pt
 	}
 	const secret = "the-right-secret-0123456789abcdef"
-	s, logs, mu := linkPair(t, secret, echo)
-	s.tls = cfg(me).server
+	s, logs, mu := linkPair(t, secret, echo, func(s *linkServer) { s.tls = cfg(me).server })
 
 	var e enc
 	e.str("hi")
