@@ -53,8 +53,8 @@ type secureSettings struct {
 // the sidecar and, with KAFKA_IGGY_E2E_KAFKA set, Apache Kafka configured
 // the same way (a SASL_SSL listener with PLAIN, an SSL listener with
 // ssl.client.auth=required and ssl.principal.mapping.rules, one CA the test
-// makes): franz-go and confluent-kafka-go (librdkafka) get the same
-// outcome class from both. One subtest per target.
+// makes): franz-go, confluent-kafka-go and confluent-kafka (Python; both
+// librdkafka) get the same outcome class from both. One subtest per target.
 func TestSecurityDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts brokers")
@@ -72,7 +72,7 @@ func TestSecurityDifferential(t *testing.T) {
 	if want := os.Getenv("KAFKA_IGGY_E2E_KAFKA"); (want != "" && want != "0") || os.Getenv("KAFKA_IGGY_E2E_KAFKA_BOOTSTRAP") != "" {
 		targets = append(targets, startSecureKafka(t, dir, srv, pki, rules))
 	}
-	clients := []secureClient{{"franz-go", franzSecure}, {"confluent", confluentSecure}}
+	clients := []secureClient{{"franz-go", franzSecure}, {"confluent", confluentSecure}, {"confluent-kafka-python", pythonSecure}}
 	scenarios := []struct {
 		name string
 		sasl bool // the SASL_SSL listener, else the SSL one
@@ -185,6 +185,34 @@ func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string 
 			return "timeout"
 		}
 	}
+}
+
+// pythonSecure produces one record with confluent-kafka (Python).
+func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	pythonReady(t)
+	conf := map[string]any{"bootstrap.servers": addr, "security.protocol": s.protocol}
+	if s.protocol != "PLAINTEXT" {
+		conf["ssl.ca.location"] = s.pki.CAFile
+	}
+	if s.cert != nil {
+		conf["ssl.certificate.location"], conf["ssl.key.location"] = s.cert.CertFile, s.cert.KeyFile
+	}
+	if s.user != "" {
+		conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"] = "PLAIN", s.user, s.pass
+	}
+	raw, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runTool(t, 60*time.Second, nil, filepath.Join(pythonVenv(), "bin", "python"),
+		filepath.Join("python", "secure_produce.py"), string(raw), topic)
+	if err != nil {
+		t.Fatalf("secure_produce.py: %v\n%s", err, stderr)
+	}
+	if len(stderr) > 0 {
+		t.Logf("confluent-kafka-python: %s", strings.TrimSpace(string(stderr)))
+	}
+	return strings.TrimSpace(string(stdout))
 }
 
 // startSecureSidecars runs two sidecars: SASL_SSL with a static PLAIN user,
