@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 )
@@ -44,7 +45,8 @@ type secureClient struct {
 // secureSettings is what a client is configured with.
 type secureSettings struct {
 	protocol   string // SSL, SASL_SSL, PLAINTEXT
-	user, pass string // SASL PLAIN
+	mech       string // SASL mechanism: PLAIN ("") or SCRAM-SHA-512
+	user, pass string // SASL credentials
 	cert       *tlstest.Issued
 	pki        *tlstest.PKI
 }
@@ -53,7 +55,8 @@ type secureSettings struct {
 // the sidecar and, with KAFKA_IGGY_E2E_KAFKA set, Apache Kafka configured
 // the same way (a SASL_SSL listener with PLAIN, an SSL listener with
 // ssl.client.auth=required and ssl.principal.mapping.rules, one CA the test
-// makes): franz-go, confluent-kafka-go and confluent-kafka (Python; both
+// makes; SCRAM-SHA-512 credentials stored as each keeps them: the sidecar's
+// file from `kafka-iggy scram`, Kafka's from kafka-storage --add-scram): franz-go, confluent-kafka-go and confluent-kafka (Python; both
 // librdkafka) get the same outcome class from both. One subtest per target.
 func TestSecurityDifferential(t *testing.T) {
 	if testing.Short() {
@@ -80,6 +83,8 @@ func TestSecurityDifferential(t *testing.T) {
 		want string
 	}{
 		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok"},
+		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok"},
+		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed"},
 		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed"},
 		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused"},
 		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok"},
@@ -116,7 +121,10 @@ func franzSecure(t *testing.T, addr, topic string, s secureSettings) string {
 	if s.protocol != "PLAINTEXT" {
 		opts = append(opts, kgo.DialTLSConfig(s.pki.ClientTLS(s.cert)))
 	}
-	if s.user != "" {
+	switch {
+	case s.mech == "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
+	case s.user != "":
 		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
 	}
 	cl, err := kgo.NewClient(opts...)
@@ -149,7 +157,7 @@ func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string 
 		_ = cfg.SetKey("ssl.key.location", s.cert.KeyFile)
 	}
 	if s.user != "" {
-		_ = cfg.SetKey("sasl.mechanism", "PLAIN")
+		_ = cfg.SetKey("sasl.mechanism", mechOf(s))
 		_ = cfg.SetKey("sasl.username", s.user)
 		_ = cfg.SetKey("sasl.password", s.pass)
 	}
@@ -187,6 +195,14 @@ func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string 
 	}
 }
 
+// mechOf is the SASL mechanism of s.
+func mechOf(s secureSettings) string {
+	if s.mech == "" {
+		return "PLAIN"
+	}
+	return s.mech
+}
+
 // pythonSecure produces one record with confluent-kafka (Python).
 func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
 	pythonReady(t)
@@ -198,7 +214,7 @@ func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
 		conf["ssl.certificate.location"], conf["ssl.key.location"] = s.cert.CertFile, s.cert.KeyFile
 	}
 	if s.user != "" {
-		conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"] = "PLAIN", s.user, s.pass
+		conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"] = mechOf(s), s.user, s.pass
 	}
 	raw, err := json.Marshal(conf)
 	if err != nil {
@@ -229,9 +245,19 @@ func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rul
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
 	}
+	scramCmd := exec.Command(bin, "scram", "--user", "carol", "--mechanism", "SCRAM-SHA-512")
+	scramCmd.Stdin = strings.NewReader("carol-secret-pw\n")
+	line, err := scramCmd.Output()
+	if err != nil {
+		t.Fatalf("kafka-iggy scram: %v", err)
+	}
+	scramFile := filepath.Join(t.TempDir(), "scram")
+	if err := os.WriteFile(scramFile, line, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tlsEnv := []string{"KAFKA_IGGY_TLS__ENABLED=true", "KAFKA_IGGY_TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE=" + srv.KeyFile}
 	sasl := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static",
-		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw")...)
+		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)...)
 	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile,
 		"KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES="+rules)...)
 	return secureTarget{name: "sidecar", saslSSL: sasl, mtls: mtls}
@@ -305,7 +331,8 @@ ssl.truststore.type=PEM
 ssl.truststore.location=%s
 ssl.principal.mapping.rules=%s
 listener.name.ssl.ssl.client.auth=required
-sasl.enabled.mechanisms=PLAIN
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret-pw";
 `, srv.Bundle(t), pki.CAFile, rules)
 	if err := os.WriteFile(props, []byte(conf), 0o600); err != nil {
@@ -313,6 +340,7 @@ listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.p
 	}
 	t.Setenv("KAFKA_IGGY_BROKER_LISTENERS", "SASL_SSL SSL")
 	t.Setenv("KAFKA_IGGY_BROKER_PROPS", props)
+	t.Setenv("KAFKA_IGGY_BROKER_SCRAM", "SCRAM-SHA-512=[name=carol,password=carol-secret-pw]")
 	v := os.Getenv("KAFKA_IGGY_E2E_KAFKA")
 	if v == "1" || v == "0" {
 		v = ""

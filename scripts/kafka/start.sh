@@ -18,7 +18,9 @@
 # protocols (SSL, SASL_SSL, SASL_PLAINTEXT), each named as its protocol on a
 # port of its own, written to DIR/listener.NAME (host:port);
 # KAFKA_IGGY_BROKER_PROPS: a file of properties appended to
-# server.properties (their TLS and SASL settings).
+# server.properties (their TLS and SASL settings); KAFKA_IGGY_BROKER_SCRAM:
+# a SCRAM credential stored at format time (kafka-storage --add-scram, e.g.
+# 'SCRAM-SHA-512=[name=carol,password=secret]').
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=versions.sh
@@ -104,7 +106,11 @@ for i in "${!extra[@]}"; do
 done
 
 start=$(date +%s%N)
-if ! "$here/run.sh" storage format -t "$cluster_id" -c "$dir/server.properties" >"$dir/format.log" 2>&1; then
+format_extra=()
+if [[ -n "${KAFKA_IGGY_BROKER_SCRAM:-}" ]]; then
+    format_extra=(--add-scram "$KAFKA_IGGY_BROKER_SCRAM")
+fi
+if ! "$here/run.sh" storage format -t "$cluster_id" -c "$dir/server.properties" "${format_extra[@]}" >"$dir/format.log" 2>&1; then
     echo "kafka/start: formatting the storage dir failed (Kafka $version):" >&2
     cat "$dir/format.log" >&2
     exit 1

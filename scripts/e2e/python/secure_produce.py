@@ -20,6 +20,7 @@ def main():
     delivered = []
     conf["error_cb"] = errors.append
     conf["message.timeout.ms"] = 8000
+    conf["log_level"] = 0  # librdkafka's own log lines: the outcome is enough
     producer = Producer(conf)
     producer.produce(topic, b"secure", on_delivery=lambda err, msg: delivered.append(err))
     producer.flush(15)
