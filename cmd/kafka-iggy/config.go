@@ -166,8 +166,9 @@ type TLSConfig struct {
 	// Default "".
 	KeyFile string `koanf:"key_file"`
 	// ClientAuth is the client-certificate policy: "none", "request"
-	// (verified when sent) or "require" (mutual TLS). request and require
-	// need client_ca_file. Default "none".
+	// (verified when sent) or "require" (mutual TLS); Kafka's
+	// ssl.client.auth spellings "requested" and "required" are accepted
+	// too. request and require need client_ca_file. Default "none".
 	ClientAuth string `koanf:"client_auth"`
 	// ClientCAFile is a PEM file of the CA certificates client
 	// certificates are verified against. Default "".
@@ -433,9 +434,9 @@ func isLoopback(host string) bool {
 
 func (t TLSConfig) validate(bad func(key, format string, args ...any)) {
 	switch t.ClientAuth {
-	case ClientAuthNone, ClientAuthRequest, ClientAuthRequire:
+	case ClientAuthNone, ClientAuthRequest, ClientAuthRequire, "requested", "required":
 	default:
-		bad("tls.client_auth", "%q is not one of none, request, require", t.ClientAuth)
+		bad("tls.client_auth", "%q is not one of none, request, require (or Kafka's requested, required)", t.ClientAuth)
 	}
 	switch t.MinVersion {
 	case "1.2", "1.3":

@@ -191,7 +191,7 @@ func TestTLSSASL(t *testing.T) {
 }
 
 // TestTLSClientCertificates: security protocol SSL with
-// tls.client_auth=require: a client certificate signed by the client CA is
+// tls.client_auth=required (Kafka's spelling): a client certificate signed by the client CA is
 // served and its subject mapped to the principal by
 // tls.principal_mapping_rules; no certificate, one from another CA, or one
 // no rule maps is refused.
@@ -207,7 +207,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	other := tlstest.New(t, t.TempDir())
 	stranger := other.Issue("stranger", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}}, false)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
-		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
+		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=required",
 		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
 		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers,.*$/$1/L`)
 	if err := tlsRoundTrip(t, p.kafka, "mtls", kgo.DialTLSConfig(pki.ClientTLS(&app))); err != nil {

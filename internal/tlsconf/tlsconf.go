@@ -210,9 +210,9 @@ func (r *Reloader) ServerConfig(clientAuth string, minVersion uint16) (*tls.Conf
 	switch clientAuth {
 	case ClientAuthNone, "":
 		ca = tls.NoClientCert
-	case ClientAuthRequest:
+	case ClientAuthRequest, "requested": // Kafka's ssl.client.auth spellings too
 		ca = tls.VerifyClientCertIfGiven
-	case ClientAuthRequire:
+	case ClientAuthRequire, "required":
 		ca = tls.RequireAndVerifyClientCert
 	default:
 		return nil, fmt.Errorf("client auth %q is not one of none, request, require", clientAuth)
