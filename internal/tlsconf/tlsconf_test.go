@@ -134,3 +134,54 @@ func TestFilesCheck(t *testing.T) {
 		t.Errorf("valid files: %v", errs)
 	}
 }
+
+// TestMinVersion13RefusesTLS12: tls.min_version "1.3" refuses a TLS 1.2
+// client and serves a 1.3 one.
+func TestMinVersion13RefusesTLS12(t *testing.T) {
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("srv", pkix.Name{CommonName: "localhost"}, true)
+	rl, err := tlsconf.NewReloader(tlsconf.Files{CertFile: srv.CertFile, KeyFile: srv.KeyFile}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := tlsconf.MinVersion("1.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := rl.ServerConfig(tlsconf.ClientAuthNone, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	old := pki.ClientTLS(nil)
+	old.MaxVersion = tls.VersionTLS12
+	if c, err := tls.Dial("tcp", ln.Addr().String(), old); err == nil {
+		c.Close()
+		t.Fatal("a TLS 1.2 client was served with min_version 1.3")
+	}
+	c, err := tls.Dial("tcp", ln.Addr().String(), pki.ClientTLS(nil))
+	if err != nil {
+		t.Fatalf("TLS 1.3 client: %v", err)
+	}
+	if c.ConnectionState().Version != tls.VersionTLS13 {
+		t.Errorf("version %x", c.ConnectionState().Version)
+	}
+	c.Close()
+	if _, err := tlsconf.MinVersion("1.1"); err == nil {
+		t.Error("1.1 accepted")
+	}
+}
