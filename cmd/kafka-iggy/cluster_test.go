@@ -682,6 +682,48 @@ func TestPeerWithWrongCertificateRefused(t *testing.T) {
 	peerRefused(t, env(good), env(intruder), "tls_handshake")
 }
 
+// TestPeersOverMutualTLS: two sidecars with certificates of the domain's
+// CA (each its own leaf) forward group calls to each other over the TLS
+// peer link: a DescribeGroups sent to the non-owner is served by the owner.
+func TestPeersOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	pki := tlstest.New(t, t.TempDir())
+	env := func(name string) []string {
+		is := pki.Issue(name, pkix.Name{CommonName: name}, true)
+		return []string{"KAFKA_IGGY_PEERS__TLS__ENABLED=true", "KAFKA_IGGY_PEERS__TLS__CERT_FILE=" + is.CertFile,
+			"KAFKA_IGGY_PEERS__TLS__KEY_FILE=" + is.KeyFile, "KAFKA_IGGY_PEERS__TLS__CA_FILE=" + pki.CAFile}
+	}
+	iggyAddr := freeAddr(t)
+	startIggyProc(t, iggyAddr, t.TempDir())
+	ps := []*sidecarProc{startClusterSidecar(t, iggyAddr, env("peer-a")...), startClusterSidecar(t, iggyAddr, env("peer-b")...)}
+	var group string
+	waitFor(t, 30*time.Second, "a shard active on the first sidecar", func() error {
+		for i := range 200 {
+			g := fmt.Sprintf("mtls-peer-%d", i)
+			if shardOwner(ps, cluster.Shard(g, cluster.DefaultShards)) == 0 {
+				group = g
+				return nil
+			}
+		}
+		return errors.New("the first sidecar owns no shard yet")
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ps[1].kafka), kgo.RetryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code { // served by the owner: no members yet
+		t.Fatalf("describe forwarded over the TLS peer link: %v %+v", err, resp)
+	}
+}
+
 // peerRefused runs an owner sidecar with goodEnv and another with badEnv,
 // and checks the owner refuses the other's forwarded call with reason.
 func peerRefused(t *testing.T, goodEnv, badEnv []string, reason string) {
