@@ -139,6 +139,16 @@ func (b *bench) startServeFrom(bin, name string, settings map[string]string) (*s
 			}
 			env, clientTLS = append(env, tenv...), tc
 		}
+		if b.saslB {
+			senv, m, err := benchSASL(bin, b.work)
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, senv...)
+			tlsMu.Lock()
+			saslAddrs[addr] = m
+			tlsMu.Unlock()
+		}
 	}
 	cmd.Env = env
 	b.seq++
