@@ -43,6 +43,9 @@ const bufSize = 16 << 10
 // the two goroutines' stacks.
 const ConnBytes = 2*bufSize + 2*(16<<10+2048) + 2*8<<10
 
+// DefaultHandshakeTimeout is Config.HandshakeTimeout's default (10s).
+const DefaultHandshakeTimeout = 10 * time.Second
+
 // Info is what the front knows of one client connection.
 type Info struct {
 	// Remote is the client's ip:port.
@@ -58,7 +61,8 @@ type Config struct {
 	Address string
 	// TLS is the server configuration (certificates, client auth).
 	TLS *tls.Config
-	// HandshakeTimeout cuts a handshake that has not completed.
+	// HandshakeTimeout cuts a handshake that has not completed; 0 means
+	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// Mapper maps a verified client certificate to a principal.
 	Mapper *auth.PrincipalMapper
@@ -112,6 +116,9 @@ func Listen(cfg Config, log zerolog.Logger) (*Front, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = nopMetrics{}
 	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
 	ln, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
 		return nil, err
@@ -162,14 +169,12 @@ func (f *Front) accept() {
 			_ = c.Close()
 			continue
 		}
-		if max := f.cfg.MaxConnections; max > 0 && f.n.Add(1) > int64(max) {
+		if n := f.n.Add(1); f.cfg.MaxConnections > 0 && n > int64(f.cfg.MaxConnections) {
 			f.n.Add(-1)
 			f.untrack(c)
 			_ = c.Close()
-			f.log.Warn().Str("remote", c.RemoteAddr().String()).Int("max_connections", max).Msg("tls: connection refused, limits.max_connections reached")
+			f.log.Warn().Str("remote", c.RemoteAddr().String()).Int("max_connections", f.cfg.MaxConnections).Msg("tls: connection refused, limits.max_connections reached")
 			continue
-		} else if max <= 0 {
-			f.n.Add(1)
 		}
 		f.wg.Add(1)
 		go f.serve(c)
