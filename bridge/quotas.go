@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
@@ -13,14 +14,19 @@ import (
 // request's connection (bridge/quotas) and returns the throttle_time_ms
 // to answer: 0 when no quota applies or the rate is within it. The front
 // door stops reading the connection for that long (as Kafka mutes the
-// channel), seeing it in the response's throttle. Without SASL the user
-// is Kafka's ANONYMOUS; the client id is the request header's.
+// channel), seeing it in the response's throttle. The user is the
+// connection's principal (SASL, or a TLS client certificate's mapped
+// name), Kafka's ANONYMOUS without one; the client id is the header's.
 func (b *Bridge) quotaThrottle(ctx context.Context, rq *Request, kind quotas.Kind, n int) int32 {
 	clientID := ""
 	if rq.ClientID != nil {
 		clientID = *rq.ClientID
 	}
-	d := b.quotas.Record(ctx, kind, quotas.Anonymous, clientID, n, time.Now())
+	user := auth.PrincipalFrom(ctx)
+	if user == "" {
+		user = quotas.Anonymous
+	}
+	d := b.quotas.Record(ctx, kind, user, clientID, n, time.Now())
 	return int32(min(d.Milliseconds(), 1<<31-1))
 }
 

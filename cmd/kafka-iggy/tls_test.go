@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -274,5 +276,72 @@ func TestIggyTLS(t *testing.T) {
 	_, err := loadConfig([]string{"--embedded.tls.enabled", "--embedded.tls.cert_file", srv.CertFile, "--embedded.tls.key_file", srv.KeyFile}, nil)
 	if msg := problemKeys(t, err)["iggy.tls.enabled"]; !strings.Contains(msg, "embedded.tls.enabled is true") {
 		t.Errorf("unlike TLS settings: %v", err)
+	}
+}
+
+// throttleHook counts the throttles brokers answered a client.
+type throttleHook struct{ n atomic.Int64 }
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+	}
+}
+
+// TestTLSPrincipalQuota: the principal a client certificate maps to is the
+// connection's Kafka user, as in Kafka: a producer_byte_rate quota of user
+// "orders" throttles the client whose certificate maps to orders, and not
+// one whose certificate maps to another user.
+func TestTLSPrincipalQuota(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	orders := pki.Issue("orders", pkix.Name{CommonName: "orders", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	billing := pki.Issue("billing", pkix.Name{CommonName: "billing", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE="+srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE="+srv.KeyFile, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, `KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers$/$1/`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DialTLSConfig(pki.ClientTLS(&orders)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	user := "orders"
+	e.Entity = []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: &user}}
+	e.Ops = []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 64 << 10}}
+	req.Entries = append(req.Entries, e)
+	resp, err := req.RequestWith(ctx, admin)
+	if err != nil || resp.Entries[0].ErrorCode != 0 {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, resp)
+	}
+	// produce sends 32 KiB records for up to d, until the first throttle
+	// (the sidecars' quota view is at most 1s old).
+	produce := func(is *tlstest.Issued, topic string, d time.Duration) int64 {
+		h := &throttleHook{}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DialTLSConfig(pki.ClientTLS(is)), kgo.WithHooks(h),
+			kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(), kgo.DisableIdempotentWrite(), kgo.RequiredAcks(kgo.LeaderAck()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		val := make([]byte, 32<<10)
+		for end := time.Now().Add(d); time.Now().Before(end) && h.n.Load() == 0; {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: val}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h.n.Load()
+	}
+	if n := produce(&orders, "quota-orders", 10*time.Second); n == 0 {
+		t.Error("the client mapped to user orders was never throttled by user orders' quota")
+	}
+	if n := produce(&billing, "quota-billing", 3*time.Second); n != 0 {
+		t.Errorf("the client mapped to user billing was throttled %d times by user orders' quota", n)
 	}
 }
