@@ -230,7 +230,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 		}
 		g.Wait()
 	}
-	resp.ThrottleMillis = b.quotaThrottle(ctx, rq, quotas.Produce, produceBytes(req)) // client quotas (quotas.go)
+	resp.ThrottleMillis = b.quotaThrottle(ctx, rq, quotas.Produce, quotas.ProduceBytes(req)) // client quotas (quotas.go)
 	return p.answer(req, resp)
 }
 

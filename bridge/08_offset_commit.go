@@ -162,7 +162,7 @@ func (c *offsetCommitter) checkGroup(ctx context.Context, rq *Request, req *kmsg
 	if !offsets.ValidGroupID(req.Group) {
 		return kerr.InvalidGroupID.Code
 	}
-	if code, cg := c.b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, rq.Version); cg {
+	if code, cg := c.b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, rq.Version); cg {
 		return code // a consumer-protocol group: Generation is the member epoch
 	}
 	code, known := c.b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)

@@ -51,7 +51,6 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,7 +68,7 @@ func init() { registerAPI((*Bridge).joinGroupAPI) }
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if b.cgroups.Release(ctx, req.Group) { // a consumer-protocol group with members has the id
+	if busy, _ := b.cgroups.Release(ctx, req.Group); busy { // a consumer-protocol group with members has the id
 		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
 		return resp, nil
 	}
@@ -82,7 +81,7 @@ func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Respons
 		Group:            req.Group,
 		MemberID:         req.MemberID,
 		InstanceID:       req.InstanceID,
-		ClientHost:       clientHost(rq.Remote),
+		ClientHost:       groups.ClientHost(rq.Remote),
 		SessionTimeout:   time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
 		RebalanceTimeout: time.Duration(rebalance) * time.Millisecond,
 		ProtocolType:     req.ProtocolType,
@@ -130,14 +129,6 @@ func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Respons
 		}
 	}
 	return resp, nil
-}
-
-// clientHost is a client's host as Kafka shows it ("/" and the IP).
-func clientHost(remote string) string {
-	if host, _, err := net.SplitHostPort(remote); err == nil {
-		return "/" + host
-	}
-	return "/" + remote
 }
 
 // joinGroupErrorCodes walks a JoinGroup response for the metrics.

@@ -61,7 +61,8 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 		if rq.Version >= 3 && req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = groups.AuthorizedOperations
 		}
-		if _, cg, _ := b.cgroups.Describe(ctx, id); cg { // a consumer-protocol group: ConsumerGroupDescribe shows it
+		d, ok, ccode := b.groups.Describe(ctx, id)
+		if ccode == kerr.GroupIDNotFound.Code || b.cgroups.Holds(ctx, id) { // a consumer-protocol group (across sidecars its owner says so)
 			rg.State = groups.StateDead.String()
 			if rq.Version >= 6 {
 				msg := "Group " + id + " is not a classic group."
@@ -69,7 +70,6 @@ func (b *Bridge) handleDescribeGroups(ctx context.Context, rq *Request) (kmsg.Re
 			}
 			continue
 		}
-		d, ok, ccode := b.groups.Describe(ctx, id)
 		if ccode != 0 {
 			rg.ErrorCode = ccode
 			continue

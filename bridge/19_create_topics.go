@@ -35,6 +35,8 @@ package bridge
 //     mapped config with its source (as DescribeConfigs reports it) and
 //     read-only flag (IsSensitive false);
 //     failed topics carry -1, -1 and no configs, as Kafka does.
+//   - controller_mutation_rate (bridge/quotas): from v6 a topic asked for
+//     while the rate is above it is THROTTLING_QUOTA_EXCEEDED, as Kafka.
 //   - Iggy failures map through errors.go (scopeAdmin); TimeoutMillis is not
 //     used (Iggy answers a create once it is committed).
 //
@@ -45,7 +47,7 @@ package bridge
 //   - v4: -1 NumPartitions / ReplicationFactor select defaults (KIP-464);
 //     served at every version, which old clients never send
 //   - v5: flexible; NumPartitions, ReplicationFactor, Configs in the answer
-//   - v6: no change (a quota refusal is throttled, never here)
+//   - v6: THROTTLING_QUOTA_EXCEEDED for a topic over the mutation quota
 //   - v7: TopicID in the answer
 //
 // Iggy commands: GET_STREAM (200), GET_TOPIC (300), GET_TOPICS (301, for the
@@ -63,6 +65,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -83,7 +86,7 @@ func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Resp
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	validateOnly := rq.Version >= 1 && req.ValidateOnly
 
-	cc := &collisionCheck{b: b}
+	cc := &collisionCheck{b: b, mq: b.mutations(ctx, rq, 6)}
 	eachTopic(req.Topics, func(rt *kmsg.CreateTopicsRequestTopic) string { return rt.Topic },
 		func(name string) {
 			resp.Topics = append(resp.Topics, createTopicError(name, kerr.InvalidRequest.Code, "Duplicate topic name."))
@@ -91,6 +94,7 @@ func (b *Bridge) handleCreateTopics(ctx context.Context, rq *Request) (kmsg.Resp
 		func(rt *kmsg.CreateTopicsRequestTopic) {
 			resp.Topics = append(resp.Topics, b.createTopic(ctx, rt, validateOnly, cc))
 		})
+	resp.ThrottleMillis = cc.mq.ThrottleMs()
 	return resp, nil
 }
 
@@ -108,7 +112,7 @@ func createTopicError(name string, code int16, msg string) kmsg.CreateTopicsResp
 // createTopic checks and creates one topic.
 func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTopic, validateOnly bool, cc *collisionCheck) kmsg.CreateTopicsResponseTopic {
 	name := rt.Topic
-	if msg := topicNameProblem(name); msg != "" {
+	if msg := topicconfig.NameProblem(name); msg != "" {
 		return createTopicError(name, kerr.InvalidTopicException.Code, msg)
 	}
 	iggyFail := func(err error) kmsg.CreateTopicsResponseTopic {
@@ -137,7 +141,7 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		}
 		configs = append(configs, topicconfig.Value{Name: c.Name, Value: c.Value})
 	}
-	partitions, e := b.createLayout(rt)
+	partitions, e := topicconfig.CreateLayout(rt, b.self().NodeID, b.cfg.Topics.DefaultPartitions)
 	if e != nil {
 		return createTopicError(name, e.Code, e.Msg)
 	}
@@ -146,10 +150,13 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 		return createTopicError(name, e.Code, e.Msg)
 	}
 
+	if !cc.mq.Take(int(partitions)) { // controller_mutation_rate (quotas.go)
+		return createTopicError(name, kerr.ThrottlingQuotaExceeded.Code, "")
+	}
 	st := kmsg.NewCreateTopicsResponseTopic()
 	st.Topic = name
 	if validateOnly {
-		fillCreated(&st, set, uint32(partitions), b.brokerDefaults())
+		topicconfig.FillCreated(&st, set, uint32(partitions), b.brokerDefaults())
 		return st
 	}
 	info, err := b.createIggyTopic(ctx, ref, uint32(partitions), opts)
@@ -173,75 +180,8 @@ func (b *Bridge) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestTo
 	if err != nil {
 		created = set
 	}
-	fillCreated(&st, created, info.PartitionsCount, b.brokerDefaults())
+	topicconfig.FillCreated(&st, created, info.PartitionsCount, b.brokerDefaults())
 	return st
-}
-
-// fillCreated sets the v5+ fields of a created (or validated) topic.
-func fillCreated(st *kmsg.CreateTopicsResponseTopic, set topicconfig.Set, partitions uint32, bd topicconfig.BrokerDefaults) {
-	st.NumPartitions = int32(partitions)
-	st.ReplicationFactor = 1
-	for _, e := range topicconfig.TopicEntries(set, partitions, bd, false) {
-		c := kmsg.NewCreateTopicsResponseTopicConfig()
-		c.Name = e.Name
-		v := e.Value
-		c.Value = &v
-		c.ReadOnly = e.ReadOnly
-		c.Source = int8(e.Source)
-		st.Configs = append(st.Configs, c)
-	}
-}
-
-// createLayout checks NumPartitions, ReplicationFactor and the replica
-// assignment as a one-broker Kafka does and returns the partition count.
-func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *topicconfig.Error) {
-	self := b.self().NodeID
-	var partitions int32
-	if len(rt.ReplicaAssignment) > 0 {
-		if rt.ReplicationFactor != -1 {
-			return 0, &topicconfig.Error{Code: kerr.InvalidRequest.Code, Msg: "A manual partition assignment was specified, but replication factor was not set to -1."}
-		}
-		if rt.NumPartitions != -1 {
-			return 0, &topicconfig.Error{Code: kerr.InvalidRequest.Code, Msg: "A manual partition assignment was specified, but numPartitions was not set to -1."}
-		}
-		seen := make(map[int32]bool, len(rt.ReplicaAssignment))
-		for _, a := range rt.ReplicaAssignment {
-			if seen[a.Partition] {
-				return 0, &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf("Found multiple manual partition assignments for partition %d", a.Partition)}
-			}
-			seen[a.Partition] = true
-			if e := checkReplicas(a.Replicas, self); e != nil {
-				return 0, e
-			}
-		}
-		for p := range int32(len(rt.ReplicaAssignment)) {
-			if !seen[p] {
-				return 0, &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: "partitions should be a consecutive 0-based integer sequence"}
-			}
-		}
-		partitions = int32(len(rt.ReplicaAssignment))
-	} else {
-		switch rf := rt.ReplicationFactor; {
-		case rf < -1 || rf == 0:
-			return 0, &topicconfig.Error{Code: kerr.InvalidReplicationFactor.Code, Msg: "Replication factor must be larger than 0, or -1 to use the default value."}
-		case rf > 1:
-			return 0, &topicconfig.Error{Code: kerr.InvalidReplicationFactor.Code, Msg: fmt.Sprintf(
-				"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.", rf, rf)}
-		}
-		switch n := rt.NumPartitions; {
-		case n < -1 || n == 0:
-			return 0, &topicconfig.Error{Code: kerr.InvalidPartitions.Code, Msg: "Number of partitions was set to an invalid non-positive value."}
-		case n == -1:
-			partitions = b.cfg.Topics.DefaultPartitions
-		default:
-			partitions = n
-		}
-	}
-	if partitions > icodec.LimitMaxPartitionsPerRequest {
-		return 0, &topicconfig.Error{Code: kerr.InvalidPartitions.Code, Msg: fmt.Sprintf(
-			"Number of partitions %d is above Iggy's limit of %d per topic creation.", partitions, icodec.LimitMaxPartitionsPerRequest)}
-	}
-	return partitions, nil
 }
 
 // collisionCheck finds topics whose names differ only by '.' versus '_'
@@ -249,6 +189,7 @@ func (b *Bridge) createLayout(rt *kmsg.CreateTopicsRequestTopic) (int32, *topicc
 // once per request, and only when a name has either character.
 type collisionCheck struct {
 	b      *Bridge
+	mq     *quotas.MutationQuota
 	loaded bool
 	byNorm map[string]string // normalized name -> a topic holding it
 }

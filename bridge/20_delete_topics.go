@@ -14,6 +14,8 @@ package bridge
 //     Iggy topic is deleted with its messages and consumer offsets; its
 //     stream stays. The client's cached lookup is dropped and waiting
 //     fetches of its partitions are woken, so they see it gone at once.
+//   - controller_mutation_rate (bridge/quotas): from v5 a topic asked for
+//     while the rate is above it is THROTTLING_QUOTA_EXCEEDED, as Kafka.
 //   - Iggy failures map through errors.go (scopeAdmin). TimeoutMillis is not
 //     used: Iggy answers once the delete is committed.
 //
@@ -34,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -77,7 +80,7 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 			ids[t.TopicID]++
 		}
 	}
-	dupDone := map[string]bool{}
+	dupDone, mq := map[string]bool{}, b.mutations(ctx, rq, 5)
 	dupIDDone := map[[16]byte]bool{}
 	for _, t := range topics {
 		switch {
@@ -111,7 +114,7 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 			}
 			name = n
 		}
-		id, code, msg := b.deleteTopic(ctx, name)
+		id, code, msg := b.deleteTopic(ctx, name, mq)
 		if code == kerr.UnknownTopicOrPartition.Code && t.Topic == nil {
 			code = kerr.UnknownTopicID.Code // gone between the scan and the delete
 		}
@@ -121,12 +124,13 @@ func (b *Bridge) handleDeleteTopics(ctx context.Context, rq *Request) (kmsg.Resp
 		n := name
 		answer(&n, id, code, msg)
 	}
+	resp.ThrottleMillis = mq.ThrottleMs()
 	return resp, nil
 }
 
 // deleteTopic deletes one topic by Kafka name and returns its topic id (zero
 // when it was not found) and the Kafka outcome.
-func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16, string) {
+func (b *Bridge) deleteTopic(ctx context.Context, name string, mq *quotas.MutationQuota) ([16]byte, int16, string) {
 	if validTopicName(name) != nil {
 		return [16]byte{}, kerr.UnknownTopicOrPartition.Code, ""
 	}
@@ -144,8 +148,12 @@ func (b *Bridge) deleteTopic(ctx context.Context, name string) ([16]byte, int16,
 		return [16]byte{}, code, msg
 	}
 	id := topicID(info)
+	if !mq.Take(int(info.PartitionsCount)) { // controller_mutation_rate
+		return id, kerr.ThrottlingQuotaExceeded.Code, ""
+	}
 	err = b.iggy.Do(ctx, &icodec.DeleteTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID()}, nil)
 	b.iggy.InvalidateTopic(ref)
+	b.cgMeta.Invalidate()
 	for p := uint32(0); p < info.PartitionsCount; p++ {
 		b.notify.wake(name, int32(p))
 	}

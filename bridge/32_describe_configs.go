@@ -25,7 +25,12 @@ package bridge
 //     empty name (cluster-wide dynamic defaults) is an empty list, as on a
 //     Kafka cluster nobody altered. Another id is INVALID_REQUEST ("Unexpected
 //     broker id ..."), a non-numeric name INVALID_REQUEST.
-//   - Other resource types (BROKER_LOGGER, GROUP, CLIENT_METRICS, ...) are
+//   - CLIENT_METRICS resources (KIP-714 subscriptions, bridge/clientmetrics,
+//     read to the end first): interval.ms, match and metrics, as Kafka 4.4
+//     lists them: CLIENT_METRICS_CONFIG when the subscription sets one,
+//     DEFAULT_CONFIG (300000, "", "") otherwise, an unknown subscription all
+//     defaults; documentation when asked; the empty name INVALID_REQUEST.
+//   - Other resource types (BROKER_LOGGER, GROUP, ...) are
 //     INVALID_REQUEST "Unsupported resource type".
 //   - ConfigNames null or empty lists every config; otherwise only those
 //     named (unknown names are skipped), as Kafka filters.
@@ -50,6 +55,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/clientmetrics"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 )
@@ -87,8 +93,8 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 		r.ResourceName = rr.ResourceName
 		entries, code, msg := b.describeResource(ctx, rr.ResourceType, rr.ResourceName, synonyms)
 		r.ErrorCode = code
-		if msg != "" {
-			r.ErrorMessage = &msg
+		if msg != "" || rr.ResourceType == kmsg.ConfigResourceTypeClientMetrics {
+			r.ErrorMessage = &msg // Kafka's: empty, not null, for a subscription
 		}
 		want := map[string]bool{}
 		for _, n := range rr.ConfigNames {
@@ -98,7 +104,11 @@ func (b *Bridge) handleDescribeConfigs(ctx context.Context, rq *Request) (kmsg.R
 			if len(want) > 0 && !want[e.Name] {
 				continue
 			}
-			r.Configs = append(r.Configs, describeEntry(e))
+			c := describeEntry(e)
+			if rr.ResourceType == kmsg.ConfigResourceTypeClientMetrics && rq.Version >= 3 && req.IncludeDocumentation {
+				c.Documentation = clientmetrics.Doc(e.Name)
+			}
+			r.Configs = append(r.Configs, c)
 		}
 		if len(rr.ConfigNames) == 0 {
 			seen[key] = len(resp.Resources)
@@ -141,7 +151,7 @@ func describeEntry(e topicconfig.Entry) kmsg.DescribeConfigsResponseResourceConf
 func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, synonyms bool) ([]topicconfig.Entry, int16, string) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
-		if msg := topicNameProblem(name); msg != "" {
+		if msg := topicconfig.NameProblem(name); msg != "" {
 			return nil, kerr.InvalidTopicException.Code, msg
 		}
 		info, err := b.iggy.RefreshTopic(ctx, b.topics.ref(name))
@@ -167,6 +177,27 @@ func (b *Bridge) describeResource(ctx context.Context, typ kmsg.ConfigResourceTy
 		}
 		self := b.self()
 		return topicconfig.BrokerEntries(self.NodeID, self.Rack, b.brokerDefaults(), b.cfg.Topics.AutoCreate, synonyms), 0, ""
+	case kmsg.ConfigResourceTypeClientMetrics:
+		if name == "" {
+			return nil, kerr.InvalidRequest.Code, "Client metrics subscription name must not be empty"
+		}
+		set, err := b.cmetrics.Configs(ctx, name)
+		if err != nil {
+			code, msg := b.adminError(name, "describe configs", err)
+			return nil, code, msg
+		}
+		var out []topicconfig.Entry
+		for _, d := range clientmetrics.Defs {
+			e := topicconfig.Entry{Name: d.Name, Value: d.Default, Source: kmsg.ConfigSourceDefaultConfig, Type: d.Type}
+			if v, ok := set[d.Name]; ok {
+				e.Value, e.Source = v, kmsg.ConfigSourceClientMetricsConfig
+				if synonyms {
+					e.Synonyms = []topicconfig.Synonym{{Name: d.Name, Value: v, Source: e.Source}}
+				}
+			}
+			out = append(out, e)
+		}
+		return out, 0, ""
 	}
 	return nil, kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
 }

@@ -27,8 +27,8 @@ package bridge
 //     refuses is INVALID_TOPIC_EXCEPTION, an empty one INVALID_REQUEST, an
 //     unknown topic UNKNOWN_TOPIC_OR_PARTITION. BROKER resources ("" or this
 //     node id) are read-only: nothing to change is success, any config is
-//     INVALID_REQUEST (the gateway's configuration sets them). Other types:
-//     INVALID_REQUEST.
+//     INVALID_REQUEST (the gateway's configuration sets them). CLIENT_METRICS
+//     (bridge/clientmetrics): replaced as Kafka 4.4 does. Others: INVALID_REQUEST.
 //   - ValidateOnly runs every check and changes nothing.
 //   - Iggy failures map through errors.go (scopeAdmin).
 //

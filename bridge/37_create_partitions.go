@@ -102,7 +102,7 @@ func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitions
 		}
 		self := b.self().NodeID
 		for _, a := range rt.Assignment {
-			if e := checkReplicas(a.Replicas, self); e != nil {
+			if e := topicconfig.CheckReplicas(a.Replicas, self); e != nil {
 				return e.Code, e.Msg
 			}
 		}
@@ -113,6 +113,7 @@ func (b *Bridge) createPartitions(ctx context.Context, rt *kmsg.CreatePartitions
 	req := &icodec.CreatePartitionsRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID(), PartitionsCount: uint32(add)}
 	err = b.iggy.Do(ctx, req, nil)
 	b.iggy.InvalidateTopic(ref)
+	b.cgMeta.Invalidate()
 	if err != nil {
 		if iggy.IsNotFound(err) {
 			return kerr.UnknownTopicOrPartition.Code, ""

@@ -49,7 +49,8 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 		rg := &resp.Groups[i]
 		*rg = kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		if b.cgroups.Release(ctx, id) { // a consumer-protocol group with members
+		busy, dropped := b.cgroups.Release(ctx, id)
+		if busy { // a consumer-protocol group with members
 			rg.ErrorCode = kerr.NonEmptyGroup.Code
 			if rq.Version >= 3 {
 				msg := "The group is not empty."
@@ -58,6 +59,9 @@ func (b *Bridge) handleDeleteGroups(ctx context.Context, rq *Request) (kmsg.Resp
 			continue
 		}
 		code, msg := b.groups.Delete(ctx, id)
+		if dropped && code == kerr.GroupIDNotFound.Code { // the emptied consumer-protocol group was the group
+			code = 0
+		}
 		rg.ErrorCode = code
 		if code != 0 && rq.Version >= 3 {
 			rg.ErrorMessage = &msg

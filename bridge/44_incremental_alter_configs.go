@@ -18,7 +18,7 @@ package bridge
 //     is accepted; DELETE of one that was set is INVALID_CONFIG), the
 //     cleanup.policy rule, BROKER resources, duplicate resources and
 //     ValidateOnly behave as in AlterConfigs (33_alter_configs.go).
-//   - Iggy failures map through errors.go (scopeAdmin).
+//   - CLIENT_METRICS resources: bridge/clientmetrics checks and keeps them.
 //
 // Version notes:
 //   - v1: flexible

@@ -21,10 +21,8 @@ package bridge
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
@@ -40,7 +38,7 @@ func init() { registerAPI((*Bridge).describeClientQuotasAPI) }
 func (b *Bridge) handleDescribeClientQuotas(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	if code, msg := quotaFilterProblem(req.Components); code != 0 {
+	if code, msg := quotas.FilterProblem(req.Components); code != 0 {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp, nil
 	}
@@ -72,41 +70,4 @@ func (b *Bridge) handleDescribeClientQuotas(ctx context.Context, rq *Request) (k
 	}
 	resp.ErrorMessage = kmsg.StringPtr("") // Kafka's: empty, not null
 	return resp, nil
-}
-
-// quotaFilterProblem validates a DescribeClientQuotas filter as Kafka's
-// ClientQuotasImage.describe does.
-func quotaFilterProblem(comps []kmsg.DescribeClientQuotasRequestComponent) (int16, string) {
-	seen := map[string]bool{}
-	for _, c := range comps {
-		switch {
-		case c.EntityType == "":
-			return kerr.InvalidRequest.Code, "Invalid empty entity type."
-		case seen[c.EntityType]:
-			return kerr.InvalidRequest.Code, "Entity type " + c.EntityType + " cannot appear more than once in the filter."
-		case c.EntityType != "user" && c.EntityType != "client-id" && c.EntityType != "ip":
-			return kerr.UnsupportedVersion.Code, "Unsupported entity type " + c.EntityType
-		}
-		seen[c.EntityType] = true
-		switch c.MatchType {
-		case kmsg.QuotasMatchTypeExact:
-			if c.Match == nil {
-				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_EXACT, but set match string to null."
-			}
-		case kmsg.QuotasMatchTypeDefault:
-			if c.Match != nil {
-				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
-			}
-		case kmsg.QuotasMatchTypeAny:
-			if c.Match != nil {
-				return kerr.InvalidRequest.Code, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
-			}
-		default:
-			return kerr.InvalidRequest.Code, fmt.Sprintf("Unknown match type %d", c.MatchType)
-		}
-	}
-	if seen["ip"] && (seen["user"] || seen["client-id"]) {
-		return kerr.InvalidRequest.Code, "Invalid entity filter component combination. IP filter component should not be used with user or clientId filter component."
-	}
-	return 0, ""
 }

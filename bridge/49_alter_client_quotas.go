@@ -32,11 +32,6 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
-// quotaKeys lists the quota keys Kafka accepts per entity kind.
-var quotaKeys = map[string]bool{
-	"producer_byte_rate": true, "consumer_byte_rate": true, "request_percentage": true, "controller_mutation_rate": true,
-}
-
 func (b *Bridge) alterClientQuotasAPI() API {
 	return API{Key: 49, Name: "AlterClientQuotas", MinVersion: 0, MaxVersion: 1, Handle: b.handleAlterClientQuotas,
 		ErrorCodes: errorCodes(func(r *kmsg.AlterClientQuotasResponse, f func(int16)) {
@@ -56,7 +51,7 @@ func (b *Bridge) handleAlterClientQuotas(ctx context.Context, rq *Request) (kmsg
 		for _, ent := range e.Entity {
 			re.Entity = append(re.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: ent.Type, Name: ent.Name})
 		}
-		code, msg := quotaEntryProblem(&e)
+		code, msg := quotas.EntryProblem(&e)
 		if code == 0 && !req.ValidateOnly {
 			code, msg = b.alterQuotaEntry(ctx, &e)
 		}
@@ -86,43 +81,6 @@ func (b *Bridge) alterQuotaEntry(ctx context.Context, e *kmsg.AlterClientQuotasR
 	}
 	if err := b.quotas.Alter(ctx, entity, ops); err != nil {
 		return kafkaCode(err, scopeAdmin), err.Error()
-	}
-	return 0, ""
-}
-
-// quotaEntryProblem validates one AlterClientQuotas entry.
-func quotaEntryProblem(e *kmsg.AlterClientQuotasRequestEntry) (int16, string) {
-	seen := map[string]bool{}
-	for _, ent := range e.Entity {
-		switch {
-		case ent.Type != "user" && ent.Type != "client-id" && ent.Type != "ip":
-			return kerr.InvalidRequest.Code, "Unhandled client quota entity type: " + ent.Type
-		case seen[ent.Type]:
-			return kerr.InvalidRequest.Code, "Invalid empty or duplicate entity type " + ent.Type
-		}
-		seen[ent.Type] = true
-	}
-	switch {
-	case len(seen) == 0:
-		return kerr.InvalidRequest.Code, "Invalid empty client quota entity"
-	case seen["ip"] && len(seen) > 1:
-		return kerr.InvalidRequest.Code, "Invalid quota entity combination, IP entity should not be combined with User or ClientId entity."
-	}
-	keys := map[string]bool{}
-	for _, op := range e.Ops {
-		valid := quotaKeys[op.Key]
-		if seen["ip"] {
-			valid = op.Key == "connection_creation_rate"
-		}
-		switch {
-		case !valid:
-			return kerr.InvalidRequest.Code, "Invalid configuration key " + op.Key
-		case keys[op.Key]:
-			return kerr.InvalidRequest.Code, "Duplicate quota key " + op.Key
-		case !op.Remove && op.Value <= 0:
-			return kerr.InvalidRequest.Code, "Illegal value for quota key " + op.Key + ": it must be positive"
-		}
-		keys[op.Key] = true
 	}
 	return 0, ""
 }

@@ -24,14 +24,17 @@ package bridge
 //     GROUP_MAX_SIZE_REACHED. Joining a group id that a classic group
 //     with members uses: GROUP_ID_NOT_FOUND ("not a consumer group").
 //   - The metadata the assignment is computed from (every Kafka topic and
-//     its partition count) is read from Iggy on every heartbeat; Iggy
-//     unreachable: COORDINATOR_NOT_AVAILABLE. Owned partitions of a topic
+//     its partition count, and __consumer_offsets with one partition, which
+//     a regex resolves as Kafka's does) is read from Iggy at most once a
+//     second, and again at once after a topic is created, deleted or grown
+//     through this sidecar; Iggy unreachable: COORDINATOR_NOT_AVAILABLE. Owned partitions of a topic
 //     id no topic has are ignored (the topic is gone).
 //   - Groups live in the memory of their coordinator: this sidecar alone,
 //     or with peers.address set the sidecar that owns the group's shard
 //     (bridge/cluster forwards the call with the metadata read here; same
-//     behaviour). When a shard moves its groups start again at the new
-//     owner: members get UNKNOWN_MEMBER_ID and join again. A Bridge built
+//     behaviour). There the owner persists each group's state in Iggy and
+//     the next owner restores it (bridge/cluster/cstore.go): members keep
+//     their epochs and partitions through a move. A Bridge built
 //     with Options.Groups but without Options.ConsumerGroups answers
 //     UNSUPPORTED_VERSION, so no sidecar assigns on its own.
 //
@@ -42,7 +45,6 @@ package bridge
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,6 +52,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 func (b *Bridge) consumerGroupHeartbeatAPI() API {
@@ -79,7 +82,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		SubscribedTopics: req.SubscribedTopicNames,
 		SubscribedRegex:  req.SubscribedTopicRegex,
 		ServerAssignor:   req.ServerAssignor,
-		ClientHost:       heartbeatClientHost(rq.Remote),
+		ClientHost:       groups.ClientHost(rq.Remote),
 		NeedMemberID:     rq.Version >= 1,
 	}
 	if req.RebalanceTimeoutMillis < 0 {
@@ -89,29 +92,30 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		p.ClientID = *rq.ClientID
 	}
 
-	// The metadata: every Kafka topic, its partition count and id.
-	names, err := b.listTopics(ctx)
+	// The metadata: every Kafka topic (with __consumer_offsets, one
+	// partition, as Kafka's regex resolution sees it), its partition count
+	// and id; a view at most a second old, dropped by a topic change here.
+	md, err := b.cgMeta.Get(time.Now(), func() (cgroups.Metadata, error) {
+		names, err := b.listTopics(ctx)
+		md := cgroups.Metadata{Counts: map[string]int32{consumerOffsetsTopic: 1}, IDs: map[string][16]byte{consumerOffsetsTopic: internalTopicID(consumerOffsetsTopic)}}
+		for _, n := range names {
+			if info, err := b.lookupTopic(ctx, n); err == nil && !isInternalTopic(n) { // else deleted since it was listed
+				md.Counts[n], md.IDs[n] = int32(info.PartitionsCount), topicID(info)
+			}
+		}
+		return md, err
+	})
 	if err != nil {
 		return answer(kerr.CoordinatorNotAvailable.Code, "reading the topics from Iggy failed")
-	}
-	counts := make(map[string]int32, len(names))
-	ids := make(map[string][16]byte, len(names))
-	for _, n := range names {
-		if isInternalTopic(n) {
-			continue
-		}
-		info, err := b.lookupTopic(ctx, n)
-		if err != nil {
-			continue // deleted since it was listed
-		}
-		counts[n] = int32(info.PartitionsCount)
-		ids[n] = topicID(info)
 	}
 	if req.Topics != nil {
 		p.OwnedSet = true
 		p.Owned = []cgroups.TP{}
 		for _, t := range req.Topics {
-			name, info, err := b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+			name, info, err := consumerOffsetsTopic, &iggy.TopicInfo{}, error(nil)
+			if t.TopicID != md.IDs[consumerOffsetsTopic] {
+				name, info, err = b.topicIDs.lookup(ctx, t.TopicID, receivedAt(rq))
+			}
 			if err != nil {
 				return answer(kerr.CoordinatorNotAvailable.Code, "resolving a topic id in Iggy failed")
 			}
@@ -131,7 +135,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		return answer(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group")
 	}
 
-	r := b.cgroups.Heartbeat(ctx, p, counts)
+	r := b.cgroups.Heartbeat(ctx, p, md.Counts)
 	resp.ErrorCode = r.Code
 	if r.Code != 0 {
 		resp.ErrorMessage = &r.Message
@@ -148,7 +152,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
 		for i := 0; i < len(r.Assignment); {
 			t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
-			t.TopicID = ids[r.Assignment[i].Topic]
+			t.TopicID = md.IDs[r.Assignment[i].Topic]
 			j := i
 			for ; j < len(r.Assignment) && r.Assignment[j].Topic == r.Assignment[i].Topic; j++ {
 				t.Partitions = append(t.Partitions, r.Assignment[j].Partition)
@@ -164,7 +168,7 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 // heldByClassicGroup reports whether a classic group with members holds
 // the group id (and no consumer-protocol group does).
 func (b *Bridge) heldByClassicGroup(ctx context.Context, group string) bool {
-	if _, cg, _ := b.cgroups.Describe(ctx, group); cg {
+	if b.cgroups.Holds(ctx, group) {
 		return false
 	}
 	d, found, _ := b.groups.Describe(ctx, group)
@@ -175,12 +179,4 @@ func (b *Bridge) heldByClassicGroup(ctx context.Context, group string) bool {
 // for the metrics.
 func consumerGroupHeartbeatErrorCodes(r *kmsg.ConsumerGroupHeartbeatResponse, f func(int16)) {
 	f(r.ErrorCode)
-}
-
-// heartbeatClientHost is a client's host as Kafka shows it ("/" and the IP).
-func heartbeatClientHost(remote string) string {
-	if host, _, err := net.SplitHostPort(remote); err == nil {
-		return "/" + host
-	}
-	return "/" + remote
 }

@@ -7,13 +7,21 @@ package bridge
 //     true; otherwise the API is not in the table, as on a Kafka broker
 //     without a client-metrics reporter.
 //   - A client asking with the zero client instance id gets a new random
-//     (version 4) UUID; every client gets the one subscription this
-//     sidecar has: the metric prefixes of telemetry.metrics, the push
-//     interval telemetry.push_interval, the payload limit
-//     telemetry.max_bytes, and Kafka's compression types (zstd, lz4, gzip,
+//     (version 4) UUID. Its subscription: when client metrics
+//     subscriptions are stored (kafka-client-metrics.sh; CLIENT_METRICS
+//     configs kept in Iggy, bridge/clientmetrics), those it matches
+//     combined as Kafka combines them (the union of their metric prefixes,
+//     "*" asking for every metric; the smallest interval; none matched:
+//     no metric, every 5 minutes), matched on client_instance_id,
+//     client_id, the software name and version of the connection's
+//     ApiVersions and the client's source address and port; with none
+//     stored, the configured one
+//     (telemetry.metrics, telemetry.push_interval). Then the payload limit
+//     telemetry.max_bytes and Kafka's compression types (zstd, lz4, gzip,
 //     snappy). The subscription id is computed as Kafka computes it (a
 //     CRC-32C of the subscription XORed with the instance id's hash), so
-//     every sidecar of one configuration gives an instance the same id.
+//     every sidecar gives an instance the same id; a push under an older
+//     subscription gets UNKNOWN_SUBSCRIPTION_ID and the client asks again.
 //   - DeltaTemporality is false: clients push cumulative values, which
 //     Prometheus counters expect (Kafka asks for delta).
 //   - A known instance asking again within the push interval after its last
@@ -41,19 +49,26 @@ func (b *Bridge) getTelemetrySubscriptionsAPI() API {
 
 func init() { registerAPI((*Bridge).getTelemetrySubscriptionsAPI) }
 
-func (b *Bridge) handleGetTelemetrySubscriptions(_ context.Context, rq *Request) (kmsg.Response, error) {
+func (b *Bridge) handleGetTelemetrySubscriptions(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.GetTelemetrySubscriptionsRequest)
 	resp := req.ResponseKind().(*kmsg.GetTelemetrySubscriptionsResponse)
-	sub := b.telem.Subscribe(req.ClientInstanceID)
+	c := telemetry.Client{Remote: rq.Remote}
+	if rq.ClientID != nil {
+		c.ClientID = *rq.ClientID
+	}
+	if rq.Software != nil {
+		c.Software = *rq.Software
+	}
+	sub := b.telem.SubscribeClient(ctx, req.ClientInstanceID, c)
 	cfg := b.telem.Config()
 	resp.ErrorCode = sub.ErrorCode
 	resp.ClientInstanceID = sub.ClientInstanceID
 	resp.SubscriptionID = sub.SubscriptionID
 	resp.AcceptedCompressionTypes = append(resp.AcceptedCompressionTypes, telemetry.AcceptedCompression...)
-	resp.PushIntervalMillis = int32(cfg.PushInterval.Milliseconds())
+	resp.PushIntervalMillis = int32(sub.PushInterval.Milliseconds())
 	resp.TelemetryMaxBytes = int32(cfg.MaxBytes)
 	resp.DeltaTemporality = false
-	resp.RequestedMetrics = append(resp.RequestedMetrics, cfg.Metrics...)
+	resp.RequestedMetrics = append(resp.RequestedMetrics, sub.Metrics...)
 	return resp, nil
 }
 

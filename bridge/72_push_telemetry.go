@@ -56,6 +56,9 @@ func (b *Bridge) handlePushTelemetry(ctx context.Context, rq *Request) (kmsg.Res
 	if rq.ClientID != nil {
 		p.ClientID = *rq.ClientID
 	}
+	if p.Remote = rq.Remote; rq.Software != nil {
+		p.Software = *rq.Software
+	}
 	resp.ErrorCode = b.telem.Push(ctx, p)
 	return resp, nil
 }

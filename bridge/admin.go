@@ -14,29 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/clientmetrics"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
-
-// checkReplicas checks one manual replica list against a one-broker
-// cluster: non-empty, each broker registered (only self is) and listed once.
-func checkReplicas(replicas []int32, self int32) *topicconfig.Error {
-	if len(replicas) == 0 {
-		return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: "The manual partition assignment includes an empty replica list."}
-	}
-	for i, r := range replicas {
-		if r != self {
-			return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf(
-				"The manual partition assignment includes broker %d, but no such broker is registered.", r)}
-		}
-		if i > 0 {
-			return &topicconfig.Error{Code: kerr.InvalidReplicaAssignment.Code, Msg: fmt.Sprintf(
-				"The manual partition assignment includes the broker %d more than once.", r)}
-		}
-	}
-	return nil
-}
 
 // adminError maps an Iggy failure of an admin request on resource name to
 // a Kafka code and message. Failures without a Kafka equivalent
@@ -49,22 +31,6 @@ func (b *Bridge) adminError(resource, api string, err error) (int16, string) {
 	}
 	b.log.Warn().Err(err).Str("resource", resource).Uint32("iggy_code", iggyCode(err)).Msg(api + ": iggy call failed")
 	return code, err.Error()
-}
-
-// topicNameProblem returns Kafka's message for a topic name it refuses, or
-// "" for a valid name.
-func topicNameProblem(name string) string {
-	switch {
-	case name == "":
-		return "Topic name is illegal, it can't be empty"
-	case name == "." || name == "..":
-		return `Topic name cannot be "." or ".."`
-	case len(name) > 249:
-		return "Topic name is illegal, it can't be longer than 249 characters, topic name: " + name
-	case validTopicName(name) != nil:
-		return fmt.Sprintf("Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
-	}
-	return ""
 }
 
 // brokerDefaults are the defaults topics the gateway creates get.
@@ -160,13 +126,25 @@ func (b *Bridge) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 				"Invalid config value for resource ConfigResource(type=BROKER, name='%s'): broker configs of the gateway are read-only (%s); set them in its configuration", name, ops[0].Name)
 		}
 		return 0, ""
+	case kmsg.ConfigResourceTypeClientMetrics:
+		cops := make([]clientmetrics.AlterOp, len(ops))
+		for i, o := range ops {
+			cops[i] = clientmetrics.AlterOp(o)
+		}
+		p, err := b.cmetrics.Alter(ctx, name, cops, replace, validateOnly)
+		if err != nil {
+			return b.adminError(name, "alter configs", err)
+		} else if p != nil {
+			return p.Code, p.Msg
+		}
+		return 0, ""
 	default:
 		return kerr.InvalidRequest.Code, fmt.Sprintf("Unsupported resource type: %s", typ)
 	}
 	if name == "" {
 		return kerr.InvalidRequest.Code, "Default topic resources are not allowed."
 	}
-	if msg := topicNameProblem(name); msg != "" {
+	if msg := topicconfig.NameProblem(name); msg != "" {
 		return kerr.InvalidTopicException.Code, msg
 	}
 	ref := b.topics.ref(name)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
@@ -41,7 +42,7 @@ func TestTopicNameProblem(t *testing.T) {
 		strings.Repeat("a", 250): "longer than 249",
 		"a/b":                    "contains a character other than",
 	} {
-		got := topicNameProblem(name)
+		got := topicconfig.NameProblem(name)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("%q: %q, want %q", name, got, want)
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/clientmetrics"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
@@ -85,19 +86,21 @@ type Bridge struct {
 	topics   *topicMap
 	topicIDs *topicIDIndex // Kafka topic ids -> names (topicindex.go)
 	notify   *notifier
-	groups   groups.Service  // consumer groups (bridge/groups, or the cluster router)
-	cgroups  cgroups.Service // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
+	groups   groups.Service        // consumer groups (bridge/groups, or the cluster router)
+	cgroups  cgroups.Service       // consumer-protocol (KIP-848) groups (bridge/cgroups, or the cluster router)
+	cgMeta   cgroups.MetadataCache // the topics their heartbeats assign from (dropped by a topic change here)
 	// cgroupsServed: consumer-protocol groups are served: by this sidecar
 	// alone, or across sidecars by their owners (Options.ConsumerGroups);
 	// never by each sidecar of a domain on its own.
 	cgroupsServed bool
-	offsets       *offsets.Store     // committed offsets in Iggy (bridge/offsets)
-	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
-	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
-	pids          *producers.State   // producer ids and idempotence (bridge/producers)
-	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
-	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
-	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
+	offsets       *offsets.Store       // committed offsets in Iggy (bridge/offsets)
+	store         *topicconfig.Store   // topic configs and log start offsets in Iggy (bridge/topicconfig)
+	quotas        *quotas.Store        // client quotas in Iggy (bridge/quotas)
+	cmetrics      *clientmetrics.Store // client metrics subscriptions in Iggy
+	pids          *producers.State     // producer ids and idempotence (bridge/producers)
+	metrics       Metrics              // error codes, groups, fetch waiters (metrics.go)
+	budget        *budget.Budget       // memory budget of fetch buffers (package budget)
+	telem         *telemetry.Store     // client metrics (KIP-714); nil when disabled
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -130,6 +133,7 @@ func New(o Options) (*Bridge, error) {
 	b.offsets = offsets.New(o.Client, kafkaTopics{b}, o.Config.Offsets.Mode, o.Log)
 	b.store = topicconfig.NewStore(o.Client, b.metrics, o.Log)
 	b.quotas = quotas.New(o.Client, b.metrics, o.Log)
+	b.cmetrics = clientmetrics.New(o.Client, o.Log)
 	local := groups.New(o.Config.Groups, o.Log, nil)
 	local.SetOffsets(offsetsDeleter{b.offsets})
 	b.groups = local
@@ -148,6 +152,7 @@ func New(o Options) (*Bridge, error) {
 		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
+		b.telem.SetSource(b.cmetrics.TelemetrySource)
 	}
 	t, err := NewTable(b.instrument(b.apis())...)
 	if err != nil {

@@ -161,3 +161,69 @@ func TestConsumerProtocolGroupTypeAndEpochs(t *testing.T) {
 		t.Fatalf("consumer-protocol join of a classic group: %+v", r)
 	}
 }
+
+// A regex subscription resolves as Kafka's broker does: to every matching
+// topic, the internal __consumer_offsets included (one partition, its fixed
+// id), and a topic created through the sidecar after the join joins the
+// assignment at the next heartbeat (the cached metadata is dropped by
+// CreateTopics).
+func TestConsumerProtocolRegexResolution(t *testing.T) {
+	s := startStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := s.kgoClient(t)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "re-a"); err != nil {
+		t.Fatal(err)
+	}
+	offsetsID := topicIDOf(t, s, "__consumer_offsets")
+	beat := func(epoch int32, regex *string) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "re", "m1", epoch, 30000
+		req.SubscribedTopicRegex = regex
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		if epoch != 0 {
+			req.RebalanceTimeoutMillis = -1
+			req.Topics = nil
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %+v %v", resp, err)
+		}
+		return resp
+	}
+	assigned := func(r *kmsg.ConsumerGroupHeartbeatResponse) map[[16]byte]int {
+		out := map[[16]byte]int{}
+		for _, tp := range r.Assignment.Topics {
+			out[tp.TopicID] = len(tp.Partitions)
+		}
+		return out
+	}
+	re := "__consumer_offsets|re-.*"
+	r := beat(0, &re)
+	got := assigned(r)
+	if len(got) != 2 || got[offsetsID] != 1 || got[topicIDOf(t, s, "re-a")] != 2 {
+		t.Fatalf("regex %q assigned %v", re, got)
+	}
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "re-b"); err != nil {
+		t.Fatal(err)
+	}
+	r = beat(r.MemberEpoch, nil)
+	if r.Assignment == nil || assigned(r)[topicIDOf(t, s, "re-b")] != 3 {
+		t.Fatalf("the topic created after the join is not assigned at the next heartbeat: %+v", r.Assignment)
+	}
+
+	// Emptied (the member leaves) and never committed: DeleteGroups deletes
+	// it as Kafka does (0), and a second delete finds nothing.
+	beat(-1, nil)
+	for i, want := range []int16{0, kerr.GroupIDNotFound.Code} {
+		dr := kmsg.NewPtrDeleteGroupsRequest()
+		dr.Groups = []string{"re"}
+		resp, err := dr.RequestWith(ctx, cl)
+		if err != nil || resp.Groups[0].ErrorCode != want {
+			t.Fatalf("delete %d of the emptied group: %+v %v, want code %d", i+1, resp, err, want)
+		}
+	}
+}

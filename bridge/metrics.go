@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,7 +59,15 @@ func (b *Bridge) instrument(apis []API) []API {
 	for i := range apis {
 		h, key, walk, group := apis[i].Handle, apis[i].Key, apis[i].ErrorCodes, apis[i].Group
 		apis[i].Handle = func(ctx context.Context, rq *Request) (kmsg.Response, error) {
+			start := time.Now()
 			resp, err := h(ctx, rq)
+			if t, ok := resp.(throttled); ok && !requestQuotaExempt[key] { // request_percentage (quotas.go)
+				if ms, cur := b.quotaTime(ctx, rq, time.Since(start)), int32(0); ms > 0 {
+					if cur, _ = t.Throttle(); ms > cur {
+						t.SetThrottle(ms)
+					}
+				}
+			}
 			if resp != nil && walk != nil {
 				walk(resp, func(code int16) {
 					if code == 0 {

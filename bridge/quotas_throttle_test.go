@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,11 +21,20 @@ const quotaWindow = 11 * time.Second
 // TestClientQuotaThrottlesProducer: a franz-go producer limited to 1 MB/s
 // by a client-id quota through the sidecar writes within 10% of 1 MB/s
 // over the measured window, throttled (throttle_time_ms in its Produce
-// responses, its connection muted).
+// responses, its connection muted), with one Produce in flight and with
+// franz-go's default five: the requests a client pipelined before a
+// throttle wait for the mute to end before they are served, as Kafka
+// reads nothing from a muted connection.
 func TestClientQuotaThrottlesProducer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures 11s of throttled traffic")
 	}
+	for _, inflight := range []int{1, 5} {
+		t.Run(fmt.Sprintf("inflight-%d", inflight), func(t *testing.T) { quotaProducer(t, inflight) })
+	}
+}
+
+func quotaProducer(t *testing.T, inflight int) {
 	const quota = 1 << 20
 	s := startStack(t)
 	rk := dialRaw(t, s.Addr)
@@ -36,11 +46,7 @@ func TestClientQuotaThrottlesProducer(t *testing.T) {
 	cl := s.kgoClient(t, kgo.ClientID("quota-producer"), kgo.DefaultProduceTopic("quota-produce"),
 		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(64),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), // quotas count wire bytes
-		// One Produce in flight, as Kafka serves a connection (it reads
-		// the next request once the last is answered): the sidecar serves
-		// requests a client pipelined before the throttle (see
-		// docs/OPERATIONS.md, client quotas).
-		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(1),
+		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(inflight),
 		kgo.WithHooks(throttleHook{&throttled}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

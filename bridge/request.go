@@ -23,6 +23,9 @@ type Request struct {
 	ConnID uint64
 	// Remote is the client's address ("ip:port").
 	Remote string
+	// Software is the client software name and version the connection's
+	// ApiVersions (v3+) sent; nil before one (KIP-714 matches on them).
+	Software *[2]string
 	// ClientID is the request header's client id; nil when the client sent
 	// a null client id. The pointer is shared by every request of the same
 	// connection that carries the same id: treat it as read-only.

@@ -125,6 +125,7 @@ func (b *Bridge) createIggyTopic(ctx context.Context, ref iggy.TopicRef, partiti
 		}
 		info, err = b.iggy.CreateTopic(ctx, ref, partitions, opts)
 	}
+	b.cgMeta.Invalidate() // consumer-protocol heartbeats see the new topic
 	return info, err
 }
 

@@ -76,6 +76,9 @@ type conn struct {
 
 	lastActive atomic.Int64 // unix nanoseconds of the last traffic
 	mutedUntil atomic.Int64 // unix nanoseconds: a client-quota throttle (muteFor)
+	// software is the client software name and version of the
+	// connection's last ApiVersions (v3+), for bridge.Request.Software.
+	software atomic.Pointer[[2]string]
 	// outHeld is the budget charged for reply bytes gnet holds unsent
 	// (written on the loop, read by OnTick).
 	outHeld atomic.Int64

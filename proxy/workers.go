@@ -38,7 +38,34 @@ func (s *Server) serve(j *job) {
 			j = nil
 		}
 		cs.mu.Unlock()
+		if j != nil && s.holdMuted(j) {
+			return
+		}
 	}
+}
+
+// holdMuted keeps j, the next request of a connection a client-quota
+// throttle muted (muteFor), until the mute ends or the connection closes,
+// and reports whether it did: requests the client pipelined before the
+// throttle are served after it, as Kafka reads nothing from a muted
+// channel. The worker goes back to the pool; a timer's goroutine (one per
+// muted connection at most: its queue runs one request at a time) serves
+// the connection's queue from j on.
+func (s *Server) holdMuted(j *job) bool {
+	wait := time.Duration(j.cs.mutedUntil.Load() - time.Now().UnixNano())
+	if wait <= 0 {
+		return false
+	}
+	go func() {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-j.cs.ctx.Done():
+			t.Stop()
+		}
+		s.serve(j)
+	}()
+	return true
 }
 
 // serveOne runs one request: decode, dispatch, encode, complete.
@@ -65,6 +92,10 @@ func (s *Server) serveOne(j *job) {
 		cs.complete(seq, reply{})
 		return
 	}
+	if av, ok := rq.Msg.(*kmsg.ApiVersionsRequest); ok && rq.Version >= 3 {
+		cs.software.Store(&[2]string{av.ClientSoftwareName, av.ClientSoftwareVersion})
+	}
+	rq.Software = cs.software.Load()
 	resp, err := s.dispatch(cs, rq)
 	if err == nil && resp != nil {
 		cs.muteFor(resp) // client-quota throttle, before the reply goes out

@@ -98,21 +98,21 @@ func (c *Coordinator) List() []Listing {
 // DeleteGroups): busy is true when a consumer-protocol group of that id
 // has members (Kafka answers INCONSISTENT_GROUP_PROTOCOL to the join,
 // NON_EMPTY_GROUP to the delete). An empty consumer-protocol group is
-// dropped, as Kafka converts or deletes it.
-func (c *Coordinator) Release(group string) (busy bool) {
+// dropped (dropped true), as Kafka converts or deletes it.
+func (c *Coordinator) Release(group string) (busy, dropped bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweep(c.now())
 	g := c.groups[group]
 	if g == nil {
-		return false
+		return false, false
 	}
 	if len(g.members) > 0 {
-		return true
+		return true, false
 	}
 	delete(c.groups, group)
 	c.log.Info().Str("group", group).Msg("empty consumer group dropped")
-	return false
+	return false, true
 }
 
 // Drop forgets every group for which match returns true (their shard moved

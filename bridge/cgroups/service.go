@@ -21,12 +21,21 @@ type Service interface {
 	// List returns every group, sorted by id.
 	List(ctx context.Context) ([]Listing, int16)
 	// ValidateCommit checks an OffsetCommit (see Coordinator.ValidateCommit).
-	ValidateCommit(ctx context.Context, group, memberID string, epoch int32, version int16) (code int16, isGroup bool)
+	// Across sidecars it is one call to the group's owner, which applies the
+	// classic checks too when no consumer-protocol group holds the id, and
+	// isGroup is then always true (the answer is final).
+	ValidateCommit(ctx context.Context, group, memberID string, instanceID *string, epoch int32, version int16) (code int16, isGroup bool)
 	// ValidateFetch checks an OffsetFetch (see Coordinator.ValidateFetch).
 	ValidateFetch(ctx context.Context, group string, memberID *string, epoch int32) (code int16, isGroup bool)
 	// Release gives the group id up for a classic join or a delete (see
-	// Coordinator.Release).
-	Release(ctx context.Context, group string) (busy bool)
+	// Coordinator.Release). Across sidecars it is false at once: the owner
+	// applies it within the JoinGroup or DeleteGroups it serves.
+	Release(ctx context.Context, group string) (busy, dropped bool)
+	// Holds reports whether a consumer-protocol group holds the id, as
+	// DescribeGroups and a consumer-protocol join of a classic group check
+	// it. Across sidecars it is false at once: the owner answers
+	// DescribeGroups' GROUP_ID_NOT_FOUND and the join's conflict itself.
+	Holds(ctx context.Context, group string) bool
 	// Counts returns the groups and members held in this process.
 	Counts() (groups, members int)
 }
@@ -51,7 +60,7 @@ func (l Local) Describe(_ context.Context, group string) (Description, bool, int
 func (l Local) List(context.Context) ([]Listing, int16) { return l.C.List(), 0 }
 
 // ValidateCommit implements Service.
-func (l Local) ValidateCommit(_ context.Context, group, memberID string, epoch int32, version int16) (int16, bool) {
+func (l Local) ValidateCommit(_ context.Context, group, memberID string, _ *string, epoch int32, version int16) (int16, bool) {
 	return l.C.ValidateCommit(group, memberID, epoch, version)
 }
 
@@ -61,7 +70,10 @@ func (l Local) ValidateFetch(_ context.Context, group string, memberID *string, 
 }
 
 // Release implements Service.
-func (l Local) Release(_ context.Context, group string) bool { return l.C.Release(group) }
+func (l Local) Release(_ context.Context, group string) (bool, bool) { return l.C.Release(group) }
+
+// Holds implements Service.
+func (l Local) Holds(_ context.Context, group string) bool { return l.C.Has(group) }
 
 // Counts implements Service.
 func (l Local) Counts() (int, int) { return l.C.Counts() }

@@ -8,6 +8,8 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
@@ -19,6 +21,15 @@ var joinCall = register(&call[groups.JoinParams, groups.JoinResult]{
 	group:  func(p *groups.JoinParams) string { return p.Group },
 	params: joinParams, answer: joinResult,
 	code: func(a *groups.JoinResult) int16 { return a.Code },
+	pre: func(ctx context.Context, r *Router, k int, p *groups.JoinParams) (groups.JoinResult, bool) {
+		switch busy, _, ok := releasePre(ctx, r, k, p.Group); {
+		case !ok:
+			return groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1}, true
+		case busy: // a consumer-protocol group with members has the id
+			return groups.JoinResult{Code: kerr.InconsistentGroupProtocol.Code, MemberID: p.MemberID, Generation: -1}, true
+		}
+		return groups.JoinResult{}, false
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.JoinParams) groups.JoinResult {
 		return c.Join(ctx, *p)
 	},
@@ -98,6 +109,15 @@ var describeCall = register(&call[groupReq, describeAnswer]{
 	group:  func(p *groupReq) string { return p.group },
 	params: groupReqBody, answer: describeBody,
 	code: func(a *describeAnswer) int16 { return a.code },
+	pre: func(ctx context.Context, r *Router, k int, p *groupReq) (describeAnswer, bool) {
+		switch held, ok := holdsPre(ctx, r, k, p.group); {
+		case !ok:
+			return describeAnswer{code: kerr.CoordinatorLoadInProgress.Code}, true
+		case held: // a consumer-protocol group: the bridge answers "not a classic group"
+			return describeAnswer{code: kerr.GroupIDNotFound.Code}, true
+		}
+		return describeAnswer{}, false
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groupReq) describeAnswer {
 		d, found, code := c.Describe(ctx, p.group)
 		return describeAnswer{d, found, code}
@@ -128,6 +148,20 @@ var deleteCall = register(&call[groupReq, deleteAnswer]{
 	group:  func(p *groupReq) string { return p.group },
 	params: groupReqBody, answer: deleteBody,
 	code: func(a *deleteAnswer) int16 { return a.code },
+	pre: func(ctx context.Context, r *Router, k int, p *groupReq) (deleteAnswer, bool) {
+		switch busy, dropped, ok := releasePre(ctx, r, k, p.group); {
+		case !ok:
+			return deleteAnswer{kerr.CoordinatorLoadInProgress.Code, "the group's coordinator is loading it"}, true
+		case busy: // a consumer-protocol group with members
+			return deleteAnswer{kerr.NonEmptyGroup.Code, "The group is not empty."}, true
+		case dropped: // the emptied consumer-protocol group was the group: its offsets go too
+			if code, msg := r.local.Delete(ctx, p.group); code != kerr.GroupIDNotFound.Code {
+				return deleteAnswer{code, msg}, true
+			}
+			return deleteAnswer{}, true
+		}
+		return deleteAnswer{}, false
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groupReq) deleteAnswer {
 		code, msg := c.Delete(ctx, p.group)
 		return deleteAnswer{code, msg}

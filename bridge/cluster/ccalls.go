@@ -5,9 +5,9 @@ package cluster
 // shard like a classic one. consumerRouter is the cgroups.Service the
 // bridge calls (Router.WrapConsumer); each call is one entry of the table
 // (peercall.go) served by the local cgroups coordinator at the owner. The
-// groups' state is in the owner's memory: when a shard moves, its
-// consumer-protocol groups are dropped and their members, unknown at the
-// new owner, join again (epoch 0).
+// owner persists each group's state in Iggy around every call (cstore.go),
+// so when a shard moves the new owner goes on from it: members keep their
+// epochs and partitions.
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"sort"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 var cgHeartbeatCall = register(&call[cgHeartbeatReq, cgroups.HeartbeatResult]{
@@ -53,20 +55,37 @@ var cgListCall = register(&call[listReq, cgListAnswer]{
 	fail: func(_ *listReq, code int16, _ failure) cgListAnswer { return cgListAnswer{code: code} },
 })
 
-var cgCommitCall = register(&call[cgValidateReq, cgValidateAnswer]{
-	kind: 22, name: "cg_validate_commit",
-	group:  func(p *cgValidateReq) string { return p.group },
-	params: cgValidateBody, answer: cgValidateAnswerBody,
-	code: func(a *cgValidateAnswer) int16 { return a.code },
-	clocal: func(_ context.Context, c *cgroups.Coordinator, p *cgValidateReq) cgValidateAnswer {
-		id := ""
-		if p.memberID != nil {
-			id = *p.memberID
+// The group check of an OffsetCommit, consumer-protocol and classic in one
+// call: the owner applies the consumer-protocol group's member checks when
+// one holds the id, the classic coordinator's otherwise (Router.ValidateCommit
+// and the bridge's GROUP_ID_NOT_FOUND for v9+ with the group unknown).
+var cgCommitCall = register(&call[commitCheckReq, validateAnswer]{
+	kind: 60, name: "commit_check", seeds: true,
+	group:  func(p *commitCheckReq) string { return p.group },
+	params: commitCheckBody, answer: validateBody,
+	code: func(a *validateAnswer) int16 { return a.code },
+	pre: func(ctx context.Context, r *Router, k int, p *commitCheckReq) (validateAnswer, bool) {
+		type v struct {
+			code int16
+			is   bool
 		}
-		code, is := c.ValidateCommit(p.group, id, p.epoch, p.version)
-		return cgValidateAnswer{code, is}
+		res, ok := cserve(ctx, r, p.group, k, func() v {
+			code, is := r.clocal.ValidateCommit(p.group, p.memberID, p.generation, p.version)
+			return v{code, is}
+		})
+		if !ok {
+			return validateAnswer{code: kerr.CoordinatorLoadInProgress.Code}, true
+		}
+		return validateAnswer{code: res.code, known: true}, res.is
 	},
-	fail: func(_ *cgValidateReq, code int16, _ failure) cgValidateAnswer { return cgValidateAnswer{code, true} },
+	local: func(ctx context.Context, c *groups.Coordinator, p *commitCheckReq) validateAnswer {
+		code, known := c.ValidateCommit(ctx, p.group, p.memberID, p.generation, p.instanceID)
+		if code == kerr.IllegalGeneration.Code && p.version >= 9 && !known {
+			code = kerr.GroupIDNotFound.Code
+		}
+		return validateAnswer{code, known}
+	},
+	fail: func(_ *commitCheckReq, code int16, _ failure) validateAnswer { return validateAnswer{code: code} },
 })
 
 var cgFetchCall = register(&call[cgValidateReq, cgValidateAnswer]{
@@ -79,19 +98,6 @@ var cgFetchCall = register(&call[cgValidateReq, cgValidateAnswer]{
 		return cgValidateAnswer{code, is}
 	},
 	fail: func(_ *cgValidateReq, code int16, _ failure) cgValidateAnswer { return cgValidateAnswer{code, true} },
-})
-
-var cgReleaseCall = register(&call[groupReq, cgReleaseAnswer]{
-	kind: 24, name: "cg_release",
-	group:  func(p *groupReq) string { return p.group },
-	params: groupReqBody, answer: cgReleaseBody,
-	code: func(*cgReleaseAnswer) int16 { return 0 },
-	clocal: func(_ context.Context, c *cgroups.Coordinator, p *groupReq) cgReleaseAnswer {
-		return cgReleaseAnswer{c.Release(p.group)}
-	},
-	// Not served (the owner moving or unreachable): the classic call that
-	// follows meets the same owner and answers for it.
-	fail: func(*groupReq, int16, failure) cgReleaseAnswer { return cgReleaseAnswer{} },
 })
 
 // WrapConsumer is the bridge.Options.ConsumerGroups hook: it keeps the
@@ -135,10 +141,11 @@ func (cr consumerRouter) List(ctx context.Context) ([]cgroups.Listing, int16) {
 	return slices.CompactFunc(out, func(a, b cgroups.Listing) bool { return a.Group == b.Group }), 0
 }
 
-// ValidateCommit implements cgroups.Service.
-func (cr consumerRouter) ValidateCommit(ctx context.Context, group, memberID string, epoch int32, version int16) (int16, bool) {
-	a := do(ctx, cr.r, cgCommitCall, &cgValidateReq{group: group, memberID: &memberID, epoch: epoch, version: version})
-	return a.code, a.isGroup
+// ValidateCommit implements cgroups.Service: one call to the owner, whose
+// answer covers both protocols.
+func (cr consumerRouter) ValidateCommit(ctx context.Context, group, memberID string, instanceID *string, epoch int32, version int16) (int16, bool) {
+	a := do(ctx, cr.r, cgCommitCall, &commitCheckReq{group: group, memberID: memberID, instanceID: instanceID, generation: epoch, version: version})
+	return a.code, true
 }
 
 // ValidateFetch implements cgroups.Service.
@@ -147,9 +154,37 @@ func (cr consumerRouter) ValidateFetch(ctx context.Context, group string, member
 	return a.code, a.isGroup
 }
 
-// Release implements cgroups.Service.
-func (cr consumerRouter) Release(ctx context.Context, group string) bool {
-	return do(ctx, cr.r, cgReleaseCall, &groupReq{group}).busy
+// Release implements cgroups.Service: false, the owner releases the id
+// within the JoinGroup or DeleteGroups call (releasePre).
+func (consumerRouter) Release(context.Context, string) (bool, bool) { return false, false }
+
+// Holds implements cgroups.Service: false, the owner's DescribeGroups
+// answers GROUP_ID_NOT_FOUND for a consumer-protocol group (holdsPre).
+func (consumerRouter) Holds(context.Context, string) bool { return false }
+
+// releasePre is the owner's consumer-protocol check of a classic JoinGroup
+// or DeleteGroups: busy when a consumer-protocol group with members holds
+// the id; dropped when an empty one held it (dropped here, its tombstone
+// persisted).
+func releasePre(ctx context.Context, r *Router, k int, group string) (busy, dropped, ok bool) {
+	if r.clocal == nil {
+		return false, false, true
+	}
+	type rel struct{ busy, dropped bool }
+	res, ok := cserve(ctx, r, group, k, func() rel {
+		b, d := r.clocal.Release(group)
+		return rel{b, d}
+	})
+	return res.busy, res.dropped, ok
+}
+
+// holdsPre reports at the owner whether a consumer-protocol group holds the
+// id.
+func holdsPre(ctx context.Context, r *Router, k int, group string) (held, ok bool) {
+	if r.clocal == nil {
+		return false, true
+	}
+	return cserve(ctx, r, group, k, func() bool { return r.clocal.Has(group) })
 }
 
 // Counts implements cgroups.Service (this sidecar's own groups).

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -48,5 +49,20 @@ func TestConsumerCallBodies(t *testing.T) {
 	v := cgValidateReq{group: "g", memberID: &m, epoch: 3, version: 9}
 	if got := roundTrip(t, cgValidateBody, v); !reflect.DeepEqual(got, v) {
 		t.Fatalf("validate %+v", got)
+	}
+	inst2 := "i2"
+	cc := commitCheckReq{group: "g", memberID: "m", instanceID: &inst2, generation: 4, version: 10}
+	if got := roundTrip(t, commitCheckBody, cc); !reflect.DeepEqual(got, cc) {
+		t.Fatalf("commit check %+v", got)
+	}
+}
+
+// The consumer-protocol checks of classic calls cost no peer call: Release
+// and Holds answer at once (the owner applies them within JoinGroup,
+// DeleteGroups and DescribeGroups), so a Router is never touched.
+func TestClassicChecksMakeNoCall(t *testing.T) {
+	cr := consumerRouter{r: nil} // any call would dereference it
+	if busy, dropped := cr.Release(context.Background(), "g"); busy || dropped || cr.Holds(context.Background(), "g") {
+		t.Fatal("answered true without asking the owner")
 	}
 }

@@ -185,7 +185,19 @@ func cgValidateAnswerBody(w field, a *cgValidateAnswer) {
 	w.boolean(&a.isGroup, "cg_validate.is_group")
 }
 
-// cgReleaseAnswer answers a Release.
-type cgReleaseAnswer struct{ busy bool }
+// commitCheckReq is the body of the OffsetCommit group check of both
+// protocols (cgCommitCall).
+type commitCheckReq struct {
+	group, memberID string
+	instanceID      *string
+	generation      int32 // the member epoch for a consumer-protocol group
+	version         int16 // the OffsetCommit version
+}
 
-func cgReleaseBody(w field, a *cgReleaseAnswer) { w.boolean(&a.busy, "cg_release.busy") }
+func commitCheckBody(w field, r *commitCheckReq) {
+	w.str(&r.group, "commit_check.group")
+	w.str(&r.memberID, "commit_check.member_id")
+	w.nstr(&r.instanceID, "commit_check.instance_id")
+	w.i32(&r.generation, "commit_check.generation")
+	w.i16(&r.version, "commit_check.version")
+}

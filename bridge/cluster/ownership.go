@@ -27,6 +27,11 @@ package cluster
 // offset kafka.gen.<group> pointing at it. No owner hands out a generation
 // at or above the stored ceiling, and a new owner starts at the ceiling, so
 // generations only grow across moves.
+//
+// Consumer-protocol (KIP-848) groups are persisted the same way in topic
+// cgroups.<domain> (cstore.go): a snapshot of the group's state per change
+// and a kind-1 consumer offset kafka.cgs.<group> pointing at the newest, read
+// by the next owner when it first serves the group.
 
 import (
 	"context"
@@ -99,7 +104,8 @@ type ownership struct {
 	addr    string
 	coord   iggy.TopicRef
 	gens    iggy.TopicRef
-	onLoss  func(k int) // drops the shard's groups; called before the marker
+	cgs     iggy.TopicRef // consumer-protocol group snapshots (cstore.go)
+	onLoss  func(k int)   // drops the shard's groups; called before the marker
 	onGain  func(k int)
 	nowFunc func() time.Time
 
@@ -129,8 +135,12 @@ func (o *ownership) setup(ctx context.Context) error {
 		return fmt.Errorf("create stream %s: %w", o.cfg.Stream, err)
 	}
 	var k uint32
-	for _, ref := range []iggy.TopicRef{o.coord, o.gens} {
-		info, err := o.data.CreateTopic(ctx, ref, uint32(o.cfg.Shards), nil)
+	for _, ref := range []iggy.TopicRef{o.coord, o.gens, o.cgs} {
+		n := uint32(o.cfg.Shards)
+		if ref != o.coord {
+			n = k // a topic added later follows the domain's shard count
+		}
+		info, err := o.data.CreateTopic(ctx, ref, n, nil)
 		if errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
 			info, err = o.data.RefreshTopic(ctx, ref)
 		}
@@ -527,11 +537,15 @@ func (o *ownership) send(ctx context.Context, ref iggy.TopicRef, k int, payload 
 
 // genConsumer is the kind-1 consumer whose offset points at a group's
 // newest generation record.
-func genConsumer(group string) icodec.Consumer {
-	name := "kafka.gen." + group
+func genConsumer(group string) icodec.Consumer { return pointerConsumer("kafka.gen.", group) }
+
+// pointerConsumer is the kind-1 consumer prefix+group (a hash of the group
+// instead when the name would pass Iggy's 255 bytes).
+func pointerConsumer(prefix, group string) icodec.Consumer {
+	name := prefix + group
 	if len(name) > 255 {
 		h := icodec.XXH3([]byte(group))
-		name = "kafka.gen.#" + hex.EncodeToString([]byte{byte(h >> 56), byte(h >> 48), byte(h >> 40), byte(h >> 32), byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)})
+		name = prefix + "#" + hex.EncodeToString([]byte{byte(h >> 56), byte(h >> 48), byte(h >> 40), byte(h >> 32), byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)})
 	}
 	return icodec.Consumer{Kind: icodec.ConsumerKindConsumer, ID: icodec.Identifier{Kind: icodec.IdentifierKindString, Value: []byte(name)}}
 }

@@ -51,6 +51,10 @@ type call[P, R any] struct {
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error
+	// pre, when set, runs at the owner before local; done means its answer
+	// is the call's (the consumer-protocol checks of classic calls, which
+	// the owner applies itself: no extra round trip).
+	pre func(ctx context.Context, r *Router, k int, p *P) (res R, done bool)
 
 	reqMsg, ansMsg string
 }
@@ -96,9 +100,23 @@ func do[P, R any](ctx context.Context, r *Router, c *call[P, R], p *P) R {
 // serveLocal calls the local coordinator for a group of shard k, which
 // this sidecar owns.
 func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
+	if c.pre != nil { // before seeding: a consumer-protocol group gets no classic one
+		if res, done := c.pre(ctx, r, k, p); done {
+			return res
+		}
+	}
 	if c.seeds {
 		if g := c.group(p); g != "" && !r.ensureSeeded(ctx, g, k) {
 			return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
+		}
+	}
+	if c.clocal != nil && c.group != nil {
+		if g := c.group(p); g != "" {
+			res, ok := cserve(ctx, r, g, k, func() R { return c.clocal(ctx, r.clocal, p) })
+			if !ok {
+				return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
+			}
+			return res
 		}
 	}
 	return c.callLocal(ctx, r, p)

@@ -55,6 +55,7 @@ type Router struct {
 	log    zerolog.Logger
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
+	cst    cstore               // their persisted state (cstore.go)
 	own    *ownership
 	secret []byte
 	ln     net.Listener
@@ -106,6 +107,7 @@ func NewRouter(o Options) (*Router, error) {
 		cfg: o.Coordination, log: o.Log, ctl: o.Control, data: o.Data, node: o.Node, addr: addr,
 		coord:  iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "coord." + o.Coordination.Domain},
 		gens:   iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "gens." + o.Coordination.Domain},
+		cgs:    iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "cgroups." + o.Coordination.Domain},
 		onLoss: r.shardLost,
 	}
 	return r, nil
@@ -197,6 +199,7 @@ func (r *Router) shardLost(k int) {
 	dropped := r.local.Drop(func(g string) bool { return Shard(g, n) == k })
 	if r.clocal != nil {
 		dropped += r.clocal.Drop(func(g string) bool { return Shard(g, n) == k })
+		r.cst.forget(func(g string) bool { return Shard(g, n) == k })
 	}
 	r.seedMu.Lock()
 	for g := range r.ceiling {

@@ -4,7 +4,10 @@ package groups
 // answers the bridge encodes (bridge/cluster carries them over the peer
 // link).
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // Protocol is one protocol a member supports, with its opaque metadata.
 type Protocol struct {
@@ -97,4 +100,13 @@ type Listing struct {
 	Group        string
 	ProtocolType string
 	State        State
+}
+
+// ClientHost is a client's host as Kafka shows it ("/" and the IP) in
+// DescribeGroups and ConsumerGroupDescribe.
+func ClientHost(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return "/" + host
+	}
+	return "/" + remote
 }

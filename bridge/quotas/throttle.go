@@ -6,28 +6,26 @@ import (
 	"time"
 )
 
-// Kind is what a byte-rate quota limits.
+// Kind is what a quota limits.
 type Kind uint8
 
 const (
-	Produce Kind = iota // producer_byte_rate: the bytes of Produce requests
-	Fetch               // consumer_byte_rate: the bytes of Fetch responses
+	Produce  Kind = iota // producer_byte_rate: the bytes of Produce requests
+	Fetch                // consumer_byte_rate: the bytes of Fetch responses
+	Request              // request_percentage: handler time, % of one thread
+	Mutation             // controller_mutation_rate: partitions created or deleted per second
 )
 
 func (k Kind) key() string {
-	if k == Produce {
-		return ProducerByteRate
-	}
-	return ConsumerByteRate
+	return [...]string{ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate}[k]
 }
 
 // String is the kind's metric label.
-func (k Kind) String() string {
-	if k == Produce {
-		return "produce"
-	}
-	return "fetch"
-}
+func (k Kind) String() string { return [...]string{"produce", "fetch", "request", "mutation"}[k] }
+
+// maxRequestThrottleMs bounds a request-time throttle: Kafka's
+// ClientRequestQuotaManager throttles at most one quota window.
+const maxRequestThrottleMs = windowMs
 
 // Metrics is where the throttle reports what it measures. Labels are the
 // kind ("produce", "fetch") and the level of the quota entity that applied
@@ -80,6 +78,19 @@ func (t *throttle) sweep(now int64) {
 // is answered without its records (as Kafka answers it empty), so its
 // bytes are taken back out of the rate, as Kafka's unrecordQuotaSensor.
 func (s *Store) Record(ctx context.Context, kind Kind, user, clientID string, n int, now time.Time) time.Duration {
+	return s.record(ctx, kind, user, clientID, float64(n), now, false)
+}
+
+// RecordTime counts d of handler time against request_percentage, as
+// Kafka's ClientRequestQuotaManager (the percentage of one thread), and
+// returns the throttle: at most one quota window (1 s).
+func (s *Store) RecordTime(ctx context.Context, user, clientID string, d time.Duration, now time.Time) time.Duration {
+	return s.record(ctx, Request, user, clientID, d.Seconds()*100, now, false)
+}
+
+// record counts v of kind; strict only checks whether the rate is already
+// above the quota, and counts nothing then (a refused mutation).
+func (s *Store) record(ctx context.Context, kind Kind, user, clientID string, v float64, now time.Time, strict bool) time.Duration {
 	bound, level, ok := s.resolve(ctx, user, clientID, kind.key())
 	if !ok {
 		return 0
@@ -105,17 +116,62 @@ func (s *Store) Record(ctx context.Context, kind Kind, user, clientID string, n 
 		r = &rate{}
 		t.sensors[k] = r
 	}
-	r.record(float64(n), ms)
-	th := r.throttleMs(bound, ms)
+	var th int64
+	if strict {
+		// Kafka's StrictControllerMutationQuota: refused while the rate is
+		// above the quota, else recorded even when it goes above.
+		if th = r.throttleMs(bound, ms); th == 0 {
+			r.record(v, ms)
+		}
+	} else {
+		r.record(v, ms)
+		th = r.throttleMs(bound, ms)
+	}
 	if th > 0 && kind == Fetch {
-		r.record(-float64(n), ms)
+		r.record(-v, ms)
+	}
+	if kind == Request {
+		th = min(th, maxRequestThrottleMs)
 	}
 	t.mu.Unlock()
 	if m := s.metrics; m != nil {
-		m.QuotaBytes(kind.String(), level.String(), n)
+		if kind <= Fetch {
+			m.QuotaBytes(kind.String(), level.String(), int(v))
+		}
 		if th > 0 {
 			m.QuotaThrottle(kind.String(), level.String(), th)
 		}
 	}
 	return time.Duration(th) * time.Millisecond
 }
+
+// MutationQuota is one request's controller_mutation_rate quota
+// (CreateTopics, DeleteTopics; Kafka 4.4 does not count CreatePartitions),
+// as Kafka's
+// ControllerMutationQuota: strict for the versions that know
+// THROTTLING_QUOTA_EXCEEDED (a topic is refused while the rate is above the
+// quota), permissive for older ones (every topic counts, the response is
+// throttled).
+type MutationQuota struct {
+	s              *Store
+	ctx            context.Context
+	user, clientID string
+	strict         bool
+	throttle       time.Duration
+}
+
+// Mutations returns the mutation quota of one request.
+func (s *Store) Mutations(ctx context.Context, user, clientID string, strict bool) *MutationQuota {
+	return &MutationQuota{s: s, ctx: ctx, user: user, clientID: clientID, strict: strict}
+}
+
+// Take counts n partitions mutated; false means the topic is refused
+// (THROTTLING_QUOTA_EXCEEDED) and nothing was counted.
+func (q *MutationQuota) Take(n int) bool {
+	d := q.s.record(q.ctx, Mutation, q.user, q.clientID, float64(n), time.Now(), q.strict)
+	q.throttle = max(q.throttle, d)
+	return !q.strict || d == 0
+}
+
+// ThrottleMs is the response's throttle_time_ms.
+func (q *MutationQuota) ThrottleMs() int32 { return int32(min(q.throttle.Milliseconds(), 1<<31-1)) }

@@ -34,7 +34,8 @@ type Store struct {
 	cfg    Config
 	log    zerolog.Logger
 	budget *budget.Budget
-	subCRC uint32 // CRC-32C of the subscribed metrics and interval
+	def    *plan  // the configured subscription (telemetry.metrics, push_interval)
+	source Source // the stored subscriptions; nil: none
 	now    func() time.Time
 
 	mu        sync.Mutex
@@ -61,6 +62,63 @@ type instance struct {
 	terminated bool
 	lastErr    int16
 	series     []series
+	plan       *plan // the subscription of its last Get or Push
+}
+
+// Client identifies a client instance to a Source.
+type Client struct {
+	InstanceID string // the UUID's string form
+	ClientID   string // the request header's client id
+	Remote     string // the client's address, "ip:port"
+	// Software is the client software name and version (ApiVersions v3+).
+	Software [2]string
+}
+
+// Source returns the metric prefixes and push interval the stored client
+// metrics subscriptions ask of a client (its instance id, client id,
+// software name and version, and address); ok is false when none is
+// stored, and the configured subscription (telemetry.metrics,
+// push_interval) applies.
+type Source func(ctx context.Context, instanceID, clientID, software, version, remote string) (metrics []string, interval time.Duration, ok bool)
+
+// plan is one subscription a client is given.
+type plan struct {
+	metrics  []string
+	interval time.Duration
+	crc      uint32 // CRC-32C of the metrics and interval
+}
+
+func newPlan(metrics []string, interval time.Duration) *plan {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, m := range metrics {
+		h.Write([]byte(m))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(strconv.FormatInt(interval.Milliseconds(), 10)))
+	return &plan{metrics: metrics, interval: interval, crc: h.Sum32()}
+}
+
+// SetSource makes src decide clients' subscriptions (set before serving).
+func (s *Store) SetSource(src Source) { s.source = src }
+
+// planFor is c's subscription now.
+func (s *Store) planFor(ctx context.Context, c Client) *plan {
+	if s.source == nil {
+		return s.def
+	}
+	m, iv, ok := s.source(ctx, c.InstanceID, c.ClientID, c.Software[0], c.Software[1], c.Remote)
+	if !ok {
+		return s.def
+	}
+	return newPlan(m, iv)
+}
+
+// interval is in's push interval.
+func (s *Store) interval(in *instance) time.Duration {
+	if in.plan != nil {
+		return in.plan.interval
+	}
+	return s.def.interval
 }
 
 // series is one exported sample.
@@ -74,13 +132,7 @@ type series struct {
 // NewStore builds the store for cfg (validated by the caller). Decoded
 // payloads draw from b (nil: unlimited).
 func NewStore(cfg Config, b *budget.Budget, log zerolog.Logger) *Store {
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	for _, m := range cfg.Metrics {
-		h.Write([]byte(m))
-		h.Write([]byte{0})
-	}
-	h.Write([]byte(strconv.FormatInt(cfg.PushInterval.Milliseconds(), 10)))
-	return &Store{cfg: cfg, log: log, budget: b, subCRC: h.Sum32(), now: time.Now,
+	return &Store{cfg: cfg, log: log, budget: b, def: newPlan(cfg.Metrics, cfg.PushInterval), now: time.Now,
 		instances: map[[16]byte]*instance{}}
 }
 
@@ -88,10 +140,13 @@ func NewStore(cfg Config, b *budget.Budget, log zerolog.Logger) *Store {
 // the CRC-32C of the subscription XORed with the instance id's hash (Java's
 // Uuid.hashCode), so every sidecar of the same configuration gives an
 // instance the same id and a client that moves between them keeps pushing.
-func (s *Store) subscriptionID(id [16]byte) int32 {
+func subscriptionID(p *plan, id [16]byte) int32 {
 	h := binary.BigEndian.Uint64(id[:8]) ^ binary.BigEndian.Uint64(id[8:])
-	return int32(s.subCRC) ^ int32(uint32(h>>32)^uint32(h))
+	return int32(p.crc) ^ int32(uint32(h>>32)^uint32(h))
 }
+
+// subscriptionID is id's subscription id under the configured subscription.
+func (s *Store) subscriptionID(id [16]byte) int32 { return subscriptionID(s.def, id) }
 
 // Config returns the configuration the store serves.
 func (s *Store) Config() Config { return s.cfg }
@@ -105,25 +160,40 @@ type Subscription struct {
 	SubscriptionID int32
 	// ErrorCode is 0 or THROTTLING_QUOTA_EXCEEDED.
 	ErrorCode int16
+	// Metrics are the metric name prefixes asked for ("" : every metric)
+	// and PushInterval how often to push.
+	Metrics      []string
+	PushInterval time.Duration
 }
 
 // Subscribe answers a GetTelemetrySubscriptions of id (zero: a client
-// without an id yet, which gets a new one).
+// without an id yet, which gets a new one) under the configured
+// subscription.
 func (s *Store) Subscribe(id [16]byte) Subscription {
+	return s.SubscribeClient(context.Background(), id, Client{})
+}
+
+// SubscribeClient answers a GetTelemetrySubscriptions of id from client c
+// (c.InstanceID is filled in here): the subscription the Source gives c,
+// else the configured one.
+func (s *Store) SubscribeClient(ctx context.Context, id [16]byte, c Client) Subscription {
+	if id == ([16]byte{}) {
+		id = newInstanceID()
+	}
+	c.InstanceID = uuidString(id)
+	pl := s.planFor(ctx, c)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked(now)
-	if id == ([16]byte{}) {
-		id = newInstanceID()
-	}
-	sub := Subscription{ClientInstanceID: id, SubscriptionID: s.subscriptionID(id)}
+	sub := Subscription{ClientInstanceID: id, SubscriptionID: subscriptionID(pl, id), Metrics: pl.metrics, PushInterval: pl.interval}
 	in := s.instances[id]
 	if in == nil {
 		in = s.addLocked(id, now)
 	}
 	in.lastSeen = now
-	if now.Sub(in.lastRequest()) < s.cfg.PushInterval &&
+	in.plan = pl
+	if now.Sub(in.lastRequest()) < pl.interval &&
 		in.lastErr != kerr.UnknownSubscriptionID.Code && in.lastErr != kerr.UnsupportedCompressionType.Code {
 		// Asking again within the interval after its last Get or Push,
 		// without an error that calls for a new subscription, is throttled
@@ -158,9 +228,9 @@ func (s *Store) addLocked(id [16]byte, now time.Time) *instance {
 // expireLocked drops the instances that stopped asking and pushing.
 func (s *Store) expireLocked(now time.Time) {
 	for k, in := range s.instances {
-		ttl := expiryIntervals * s.cfg.PushInterval
+		ttl := expiryIntervals * s.interval(in)
 		if in.terminated {
-			ttl = s.cfg.PushInterval
+			ttl = s.interval(in)
 		}
 		if now.Sub(in.lastSeen) > ttl {
 			delete(s.instances, k)
@@ -175,8 +245,10 @@ type Push struct {
 	Terminating      bool
 	CompressionType  int8
 	Metrics          []byte
-	// ClientID is the request header's client id ("" when null).
-	ClientID string
+	// ClientID is the request header's client id ("" when null); Remote
+	// the client's address; Software its software name and version.
+	ClientID, Remote string
+	Software         [2]string
 }
 
 // Push checks and stores a push, returning its Kafka error code (0:
@@ -194,6 +266,7 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	if p.ClientInstanceID == ([16]byte{}) {
 		return kerr.InvalidRequest.Code
 	}
+	pl := s.planFor(ctx, Client{InstanceID: uuidString(p.ClientInstanceID), ClientID: p.ClientID, Remote: p.Remote, Software: p.Software})
 	now := s.now()
 	s.mu.Lock()
 	in := s.instances[p.ClientInstanceID]
@@ -202,6 +275,7 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 		in = s.addLocked(p.ClientInstanceID, now)
 	}
 	in.lastSeen = now
+	in.plan = pl
 	code := s.checkLocked(in, p, now)
 	in.lastErr = code
 	s.mu.Unlock()
@@ -228,7 +302,7 @@ func (s *Store) Push(ctx context.Context, p Push) int16 {
 	if err != nil {
 		return s.setErr(p.ClientInstanceID, kerr.InvalidRecord.Code)
 	}
-	out, dropped, err := s.build(raw, p.ClientID, uuidString(p.ClientInstanceID))
+	out, dropped, err := s.build(raw, pl.metrics, p.ClientID, uuidString(p.ClientInstanceID))
 	if err != nil {
 		s.log.Debug().Err(err).Str("client_id", p.ClientID).Msg("telemetry push not decoded")
 		return s.setErr(p.ClientInstanceID, kerr.InvalidRecord.Code)
@@ -250,14 +324,14 @@ func (s *Store) checkLocked(in *instance, p Push, now time.Time) int16 {
 		return kerr.InvalidRequest.Code
 	}
 	in.terminated = p.Terminating
-	inTime := in.lastGet.After(in.lastPush) || now.Sub(in.lastPush) >= s.cfg.PushInterval
+	inTime := in.lastGet.After(in.lastPush) || now.Sub(in.lastPush) >= in.plan.interval
 	if inTime {
 		in.lastPush = now
 	}
 	switch {
 	case !inTime && !p.Terminating:
 		return kerr.ThrottlingQuotaExceeded.Code
-	case p.SubscriptionID != s.subscriptionID(p.ClientInstanceID):
+	case p.SubscriptionID != subscriptionID(in.plan, p.ClientInstanceID):
 		return kerr.UnknownSubscriptionID.Code
 	case p.CompressionType != compressionNone && !slices.Contains(AcceptedCompression, p.CompressionType):
 		return kerr.UnsupportedCompressionType.Code
@@ -279,13 +353,13 @@ func (s *Store) setErr(id [16]byte, code int16) int16 {
 // build decodes raw into the client's series: one per subscribed metric
 // and label set (a repeated one: the last wins), at most
 // MaxSeriesPerClient, labelled client_id and client_instance_id first.
-func (s *Store) build(raw []byte, clientID, instanceID string) ([]series, int, error) {
+func (s *Store) build(raw []byte, metrics []string, clientID, instanceID string) ([]series, int, error) {
 	var out []series
 	index := map[string]int{}
 	dropped := 0
 	var key strings.Builder
 	err := DecodeMetrics(raw, func(p *Point) {
-		if !s.subscribed(p.Name) {
+		if !subscribed(metrics, p.Name) {
 			return
 		}
 		name := promName(p.Name)
@@ -330,8 +404,8 @@ func (s *Store) build(raw []byte, clientID, instanceID string) ([]series, int, e
 }
 
 // subscribed reports whether name is under a subscribed prefix.
-func (s *Store) subscribed(name string) bool {
-	for _, m := range s.cfg.Metrics {
+func subscribed(metrics []string, name string) bool {
+	for _, m := range metrics {
 		if strings.HasPrefix(name, m) {
 			return true
 		}

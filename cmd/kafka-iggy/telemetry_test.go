@@ -187,3 +187,72 @@ func scrapeText(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// TestJavaProducerTelemetrySubscription: a client metrics subscription made
+// as kafka-client-metrics.sh makes it (IncrementalAlterConfigs on a
+// CLIENT_METRICS resource) decides what a Java producer is asked to push:
+// its metrics matching the subscription's prefix are exported, none of its
+// other metrics are.
+func TestJavaProducerTelemetrySubscription(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process and a JVM")
+	}
+	lib := javaLib(t)
+	p := startServeProc(t,
+		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0",
+		"KAFKA_IGGY_EMBEDDED__DATA_DIR="+t.TempDir(),
+		"KAFKA_IGGY_TELEMETRY__ENABLED=true",
+	)
+	defer func() { _ = p.cmd.Process.Signal(syscall.SIGTERM); <-p.done }()
+	const clientID = "subscribed-app"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "record-sends"
+	for _, kv := range [][2]string{{"metrics", "org.apache.kafka.producer.record.send"}, {"interval.ms", "1000"}, {"match", "client_id=" + clientID}} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		rr.Configs = append(rr.Configs, c)
+	}
+	req.Resources = append(req.Resources, rr)
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("creating the subscription: %v %+v", err, resp)
+	}
+
+	java := exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-cp", filepath.Join(lib, "*"), filepath.Join("testdata", "TelemetryProducer.java"), p.kafka, "telemetered", clientID)
+	stdin, err := java.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var stderr strings.Builder
+	java.Stderr = &stderr
+	java.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := java.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-java.Process.Pid, syscall.SIGKILL); _ = java.Wait() }()
+
+	metrics := "http://" + p.admin + "/metrics"
+	embedtest.WaitFor(t, 90*time.Second, "the subscribed metric on /metrics, pushed twice", func() bool {
+		fams := embedtest.Scrape(t, metrics)
+		return fams.Value("org_apache_kafka_producer_record_send_total", "client_id", clientID) >= 20 &&
+			fams.Value("kafka_iggy_requests_total", "api", "PushTelemetry") >= 2
+	})
+	var other []string
+	for _, l := range strings.Split(scrapeText(t, metrics), "\n") {
+		if strings.Contains(l, `client_id="`+clientID+`"`) && !strings.HasPrefix(l, "org_apache_kafka_producer_record_send") {
+			other = append(other, l)
+		}
+	}
+	if len(other) > 0 {
+		t.Errorf("%d series outside the subscription exported, e.g. %s\n%s", len(other), other[0], stderr.String())
+	}
+}

@@ -39,14 +39,31 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 )
 
-// The events of the rebalance workload (Result.Variant).
+// The events of the rebalance workload (Result.Variant): with the classic
+// group protocol, and with the consumer protocol (KIP-848, franz-go's
+// ServerSideBalancer).
 const (
-	evJoin  = "member join"
-	evLeave = "member leave"
-	evKill  = "owner SIGKILL"
+	evJoin    = "member join"
+	evLeave   = "member leave"
+	evKill    = "owner SIGKILL"
+	evJoinCP  = "member join (consumer protocol)"
+	evLeaveCP = "member leave (consumer protocol)"
+	evKillCP  = "owner SIGKILL (consumer protocol)"
 )
 
-var rebalanceEvents = []string{evJoin, evLeave, evKill}
+var rebalanceEvents = []string{evJoin, evLeave, evKill, evJoinCP, evLeaveCP, evKillCP}
+
+// rbProtocol is one protocol's pass of the workload: its events and
+// whether the members use the consumer protocol.
+type rbProtocol struct {
+	cp                bool
+	join, leave, kill string
+}
+
+var (
+	rbClassic  = rbProtocol{false, evJoin, evLeave, evKill}
+	rbConsumer = rbProtocol{true, evJoinCP, evLeaveCP, evKillCP}
+)
 
 // rebalancePoll is how often DescribeGroups is asked while an event is
 // timed: the figures' resolution.
@@ -62,9 +79,14 @@ type rbMember struct {
 	done   chan struct{}
 }
 
-func startMember(ctx context.Context, seed, group, topic string, session, heartbeat time.Duration) (*rbMember, error) {
-	cl, err := newKgo(kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.SessionTimeout(session), kgo.HeartbeatInterval(heartbeat))
+func startMember(ctx context.Context, seed, group, topic string, session, heartbeat time.Duration, cp bool) (*rbMember, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic)}
+	if cp { // the coordinator hands out the heartbeat interval and keeps the session timeout
+		opts = append(opts, kgo.ServerSideBalancer())
+	} else {
+		opts = append(opts, kgo.SessionTimeout(session), kgo.HeartbeatInterval(heartbeat))
+	}
+	cl, err := newKgo(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +211,31 @@ func groupWhole(state string, assigned map[string][]int32, partitions int, want 
 	return nil
 }
 
-// waitWhole polls DescribeGroups through adm until the group is whole
-// (groupWhole with the ids of members, read at each poll) and returns when
-// that answer arrived; bounded by d.
-func waitWhole(ctx context.Context, adm *kadm.Client, group, topic string, partitions int, members []*rbMember, d time.Duration) (time.Time, error) {
+// cgAssignments reads a consumer-protocol group (ConsumerGroupDescribe):
+// its state and each member's partitions of topic.
+func cgAssignments(ctx context.Context, adm *kadm.Client, group, topic string) (string, map[string][]int32, error) {
+	ds, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return "", nil, err
+	}
+	d := ds[group]
+	if d.Err != nil {
+		return "", nil, d.Err
+	}
+	out := map[string][]int32{}
+	for _, m := range d.Members {
+		out[m.MemberID] = nil
+		for p := range m.Assignment[topic] {
+			out[m.MemberID] = append(out[m.MemberID], p)
+		}
+	}
+	return d.State, out, nil
+}
+
+// waitWhole polls DescribeGroups (ConsumerGroupDescribe with cp) through
+// adm until the group is whole (groupWhole with the ids of members, read at
+// each poll) and returns when that answer arrived; bounded by d.
+func waitWhole(ctx context.Context, adm *kadm.Client, group, topic string, partitions int, members []*rbMember, d time.Duration, cp bool) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
@@ -201,15 +244,23 @@ func waitWhole(ctx context.Context, adm *kadm.Client, group, topic string, parti
 			want[i] = m.id()
 		}
 		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		ds, err := adm.DescribeGroups(dctx, group)
+		var state string
+		var as map[string][]int32
+		var err error
+		if cp {
+			state, as, err = cgAssignments(dctx, adm, group, topic)
+		} else {
+			var ds kadm.DescribedGroups
+			if ds, err = adm.DescribeGroups(dctx, group); err == nil {
+				state = ds[group].State
+				as, err = assignments(ds[group], topic)
+			}
+		}
 		dcancel()
 		at := time.Now()
 		if err == nil {
-			var as map[string][]int32
-			if as, err = assignments(ds[group], topic); err == nil {
-				if err = groupWhole(ds[group].State, as, partitions, want); err == nil {
-					return at, nil
-				}
+			if err = groupWhole(state, as, partitions, want); err == nil {
+				return at, nil
 			}
 		}
 		select {
@@ -299,11 +350,13 @@ func (b *bench) runRebalance() {
 		return
 	}
 	for pass := 1; pass <= max(1, b.plan.Passes); pass++ {
-		for _, t := range order(group, pass) {
-			if t == tSidecar {
-				b.rebalanceSidecars(pass)
-			} else {
-				b.rebalanceKafka(pass)
+		for _, proto := range []rbProtocol{rbClassic, rbConsumer} {
+			for _, t := range order(group, pass) {
+				if t == tSidecar {
+					b.rebalanceSidecars(pass, proto)
+				} else {
+					b.rebalanceKafka(pass, proto)
+				}
 			}
 		}
 	}
@@ -383,7 +436,7 @@ func (b *bench) timed(t, ev string, pass int, m *meter, act func() error, wait f
 // scenario runs the events on one target: members 0 and 1 form the group;
 // member 2 joins (timed) and leaves (timed); with tg.kill, member 2 joins
 // again and the owner is killed (timed).
-func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int, rr *rebalanceResults) error {
+func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int, rr *rebalanceResults, proto rbProtocol) error {
 	pl := b.plan
 	ctx := b.ctx
 	var members [3]*rbMember
@@ -398,7 +451,7 @@ func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int,
 		wg.Wait()
 	}()
 	start := func(i int) error {
-		m, err := startMember(ctx, tg.seeds[i], group, topic, pl.RebalSession, pl.RebalHeartbeat)
+		m, err := startMember(ctx, tg.seeds[i], group, topic, pl.RebalSession, pl.RebalHeartbeat, proto.cp)
 		if err != nil {
 			return err
 		}
@@ -412,33 +465,33 @@ func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int,
 		}
 	}
 	formStart := time.Now()
-	if _, err := waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:2], pl.RebalWait); err != nil {
+	if _, err := waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:2], pl.RebalWait, proto.cp); err != nil {
 		return fmt.Errorf("forming the group of 2: %w", err)
 	}
-	b.logf("rebalance %s #%d: group of 2 formed in %.2fs", tg.name, pass, time.Since(formStart).Seconds())
+	b.logf("rebalance %s #%d (consumer protocol %v): group of 2 formed in %.2fs", tg.name, pass, proto.cp, time.Since(formStart).Seconds())
 
-	r, err := b.timed(tg.name, evJoin, pass, b.rbMeter(pids, 0), func() error { return start(2) },
+	r, err := b.timed(tg.name, proto.join, pass, b.rbMeter(pids, 0), func() error { return start(2) },
 		func() (time.Time, error) {
-			return waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:3], pl.RebalWait)
+			return waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:3], pl.RebalWait, proto.cp)
 		})
-	rr.set(evJoin, r)
+	rr.set(proto.join, r)
 	if err != nil {
 		return err
 	}
 	leaving := members[2]
 	members[2] = nil
 	closed := make(chan struct{})
-	r, err = b.timed(tg.name, evLeave, pass, b.rbMeter(pids, 0), func() error {
+	r, err = b.timed(tg.name, proto.leave, pass, b.rbMeter(pids, 0), func() error {
 		go func() { leaving.close(); close(closed) }()
 		return nil
 	}, func() (time.Time, error) {
-		return waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:2], pl.RebalWait)
+		return waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:2], pl.RebalWait, proto.cp)
 	})
 	select {
 	case <-closed:
 	case <-time.After(15 * time.Second):
 	}
-	rr.set(evLeave, r)
+	rr.set(proto.leave, r)
 	if err != nil || tg.kill == nil {
 		return err
 	}
@@ -446,7 +499,7 @@ func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int,
 	if err := start(2); err != nil {
 		return err
 	}
-	if _, err := waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:3], pl.RebalWait); err != nil {
+	if _, err := waitWhole(ctx, adm, group, topic, pl.RebalPartitions, members[:3], pl.RebalWait, proto.cp); err != nil {
 		return fmt.Errorf("re-forming the group of 3 before the kill: %w", err)
 	}
 	killed, killedPID, err := tg.owner(group)
@@ -464,7 +517,7 @@ func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int,
 		}
 	}
 	b.logf("rebalance %s #%d: killing sidecar %d (owner of the group's shard)", tg.name, pass, killed)
-	r, err = b.timed(tg.name, evKill, pass, b.rbMeter(pids, killedPID), func() error {
+	r, err = b.timed(tg.name, proto.kill, pass, b.rbMeter(pids, killedPID), func() error {
 		if err := tg.kill(killed); err != nil {
 			return err
 		}
@@ -472,16 +525,16 @@ func (b *bench) scenario(tg rbTarget, pass int, topic, group string, pids []int,
 		members[killed] = nil
 		return nil
 	}, func() (time.Time, error) {
-		return waitWhole(ctx, survivorAdm, group, topic, pl.RebalPartitions, survivors, pl.RebalSession+pl.RebalWait)
+		return waitWhole(ctx, survivorAdm, group, topic, pl.RebalPartitions, survivors, pl.RebalSession+pl.RebalWait, proto.cp)
 	})
-	rr.set(evKill, r)
+	rr.set(proto.kill, r)
 	return err
 }
 
 // rebalanceKafka runs the join and leave events on Apache Kafka.
-func (b *bench) rebalanceKafka(pass int) {
+func (b *bench) rebalanceKafka(pass int, proto rbProtocol) {
 	rr := &rebalanceResults{b: b, t: tKafka, got: map[string]*Result{}}
-	events := []string{evJoin, evLeave}
+	events := []string{proto.join, proto.leave}
 	if s := b.skipFor(2*b.plan.RebalWait/3 + b.slack(15*time.Second)); s != "" {
 		rr.finish(pass, events, nil, s)
 		return
@@ -503,24 +556,25 @@ func (b *bench) rebalanceKafka(pass int) {
 	}
 	defer cl.Close()
 	tg := rbTarget{name: tKafka, seeds: [3]string{s.addr, s.addr, s.addr}, admins: [3]*kadm.Client{adm, adm, adm}}
-	err = b.scenario(tg, pass, topic, topic+"-group", nil, rr)
+	err = b.scenario(tg, pass, topic, topic+"-group", nil, rr, proto)
 	rr.finish(pass, events, err, "")
 }
 
 // rebalanceSidecars starts three sidecars of a fresh coordination domain on
 // the embedded Iggy server, runs every event on them, and stops them.
-func (b *bench) rebalanceSidecars(pass int) {
+func (b *bench) rebalanceSidecars(pass int, proto rbProtocol) {
 	rr := &rebalanceResults{b: b, t: tSidecar, got: map[string]*Result{}}
+	events := []string{proto.join, proto.leave, proto.kill}
 	need := b.plan.RebalSession + b.plan.RebalWait + b.slack(30*time.Second)
 	if s := b.skipFor(need); s != "" {
-		rr.finish(pass, rebalanceEvents, nil, s)
+		rr.finish(pass, events, nil, s)
 		return
 	}
-	err := b.sidecarScenario(pass, rr)
-	rr.finish(pass, rebalanceEvents, err, "")
+	err := b.sidecarScenario(pass, rr, proto)
+	rr.finish(pass, events, err, "")
 }
 
-func (b *bench) sidecarScenario(pass int, rr *rebalanceResults) error {
+func (b *bench) sidecarScenario(pass int, rr *rebalanceResults, proto rbProtocol) error {
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
 		return err
@@ -549,6 +603,9 @@ func (b *bench) sidecarScenario(pass int, rr *rebalanceResults) error {
 			// Its own producer-id range; info for the coordination lines.
 			"producer.instance_id": fmt.Sprint(100 + i),
 			"log.level":            "info",
+			// The consumer protocol's session timeout, which the
+			// coordinator keeps: the classic members' own (plan).
+			"consumer_groups.session_timeout": b.plan.RebalSession.String(),
 		})
 		if err != nil {
 			return fmt.Errorf("sidecar %d: %w", i, err)
@@ -636,7 +693,7 @@ func (b *bench) sidecarScenario(pass int, rr *rebalanceResults) error {
 			}
 		}
 	}()
-	return b.scenario(tg, pass, topic, topic+"-group", pids, rr)
+	return b.scenario(tg, pass, topic, topic+"-group", pids, rr, proto)
 }
 
 // shardView is the owner index of every active shard, for logs.
@@ -711,9 +768,12 @@ func rbRatio(a, b rbStat) string {
 
 // rebalanceWhat says what each event times.
 var rebalanceWhat = map[string]string{
-	evJoin:  "a 2-member Stable group; a 3rd member's `kgo.NewClient` (on the third sidecar) → Stable with the 3 members",
-	evLeave: "the 3rd member's `Close` (LeaveGroup) → Stable with the other 2",
-	evKill:  "the 3rd member back (3 members, one per sidecar); SIGKILL of the sidecar owning the group's shard → Stable with the 2 members on the surviving sidecars",
+	evJoin:    "a 2-member Stable group; a 3rd member's `kgo.NewClient` (on the third sidecar) → Stable with the 3 members",
+	evLeave:   "the 3rd member's `Close` (LeaveGroup) → Stable with the other 2",
+	evKill:    "the 3rd member back (3 members, one per sidecar); SIGKILL of the sidecar owning the group's shard → Stable with the 2 members on the surviving sidecars",
+	evJoinCP:  "the same with `kgo.ServerSideBalancer()` members (KIP-848), ConsumerGroupDescribe polled: a 3rd member's `kgo.NewClient` → Stable with the 3",
+	evLeaveCP: "the 3rd member's `Close` (a leave heartbeat) → Stable with the other 2",
+	evKillCP:  "the 3rd member back; SIGKILL of the sidecar owning the group's shard → Stable with the 2 survivors owning every partition (the new owner restores the group from Iggy; the dead member's partitions move after its session timeout)",
 }
 
 // writeRebalance writes the "Rebalance times" section.
@@ -745,15 +805,16 @@ func (b *bench) writeRebalance(p func(string, ...any)) {
 			if len(st.vals) > 0 {
 				return st.show()
 			}
-			if t == tKafka && ev == evKill {
+			if t == tKafka && (ev == evKill || ev == evKillCP) {
 				return killNA
 			}
 			return status(b.anyResult(wRebalance, ev, t))
 		}
 		p("| %s | %s | %s | %s | %s | %s; %s |\n", ev, rebalanceWhat[ev], cell(tSidecar, ss), cell(tKafka, ks), rbRatio(ss, ks), loadCell(sRuns), loadCell(kRuns))
 	}
+	p("\nThe consumer-protocol rows run the same events with franz-go's `kgo.ServerSideBalancer()` members on fresh sidecars (or a fresh group on Kafka), the group read with ConsumerGroupDescribe; the coordinator hands out the heartbeat interval (5 s, Kafka's and the sidecar's default) and keeps the session timeout (the sidecars here `consumer_groups.session_timeout` %s; Kafka's 45 s default does not enter its figures).\n", pl.RebalSession)
 	p("\n**Reading.** A join or a leave costs up to about a heartbeat interval (%s: the members learn of the rebalance in their next heartbeat; where in their heartbeat cycle the event falls moves the figure within that) plus the rounds of the cooperative protocol; on the sidecars every group request of the members on the other sidecars also crosses the peer link to the owner. ", pl.RebalHeartbeat)
-	p("After the owner's SIGKILL its own member is gone with it (its app lost its sidecar): Iggy re-deals the shards (the killed sidecar's TCP connections reset), the new owner waits the lease (a killed owner leaves no release marker), takes the group over when the first survivor comes back (log line `coordination: group taken over`; franz-go retries with backoff) and rebuilds it from the survivors' rejoins without the dead member, its first join phase waiting `groups.initial_rebalance_delay` like any group that starts empty (extended while members keep arriving). The figure is all of that; the sidecars' logs give each step's time. docs/OPERATIONS.md (failure table) points here.\n\n")
+	p("After the owner's SIGKILL its own member is gone with it (its app lost its sidecar): Iggy re-deals the shards (the killed sidecar's TCP connections reset), the new owner waits the lease (a killed owner leaves no release marker), takes the group over when the first survivor comes back (log line `coordination: group taken over`; franz-go retries with backoff) and rebuilds it from the survivors' rejoins without the dead member, its first join phase waiting `groups.initial_rebalance_delay` like any group that starts empty (extended while members keep arriving). The figure is all of that; the sidecars' logs give each step's time. docs/OPERATIONS.md (failure table) points here. With the consumer protocol a join or a leave is reconciled through the members' heartbeats (up to a heartbeat interval, 5 s, per step: the others give partitions up at their next heartbeat, the newcomer gets them at its next one after that); after the owner's SIGKILL the survivors keep their partitions (the group is restored from Iggy, nobody rejoins) and the figure is the lease wait plus the dead member's session timeout.\n\n")
 }
 
 // rebalanceSummary is the Summary line of the rebalance times, or "".

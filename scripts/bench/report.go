@@ -234,6 +234,8 @@ func (b *bench) markdown(plots map[string]string) string {
 
 	b.writeRebalance(p)
 
+	b.writeFetchSession(p)
+
 	b.writePeakRSS(p)
 
 	b.writeGnet(p, plots)

@@ -100,6 +100,11 @@ type Result struct {
 	// RebalanceS: the rebalance workload's figure, from the event to the
 	// group whole again (rebalance.go).
 	RebalanceS float64 `json:"rebalance_s,omitempty"`
+	// FetchRequests and CPUPerFetchUs: the fetch-session workload's
+	// Fetches counted and the server's CPU microseconds per Fetch
+	// (fetchsession.go).
+	FetchRequests int64   `json:"fetch_requests,omitempty"`
+	CPUPerFetchUs float64 `json:"cpu_per_fetch_us,omitempty"`
 
 	// Steady state: the warm-up's rate (the calibration) and, for paced
 	// runs, the offered load.

@@ -191,6 +191,10 @@ func (b *bench) runWorkloads() {
 	if b.plan.does("rebalance") {
 		b.runRebalance()
 	}
+	// 7b. CPU per Fetch with and without fetch sessions (fetchsession.go).
+	if b.plan.does("fetchsession") {
+		b.runFetchSession()
+	}
 	// 8. gnet settings on the sidecar.
 	if _, ok := b.targets[tSidecar]; ok && b.plan.Gnet && b.plan.does("gnet") {
 		b.runGnetSweep()

@@ -75,13 +75,30 @@ func (r *cpRecords) covered(upto int64) bool {
 	return true
 }
 
-func startCPMember(t *testing.T, ctx context.Context, tg Target, topic, group, name string, recs *cpRecords) *cpMember {
-	t.Helper()
+// cpClient starts one member program: the Java one (javacg) or the
+// confluent-kafka one (python/consumer_protocol.py).
+type cpClient func(ctx context.Context, t *testing.T, tg Target, topic, group string) *exec.Cmd
+
+func cpJava(ctx context.Context, t *testing.T, tg Target, topic, group string) *exec.Cmd {
 	src, err := filepath.Abs(filepath.Join("javacg", "ConsumerProtocol.java"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", filepath.Join(javaDir(), "lib", "*"), src, tg.Bootstrap, topic, group)
+	return exec.CommandContext(ctx, "java", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", filepath.Join(javaDir(), "lib", "*"), src, tg.Bootstrap, topic, group)
+}
+
+func cpConfluent(ctx context.Context, t *testing.T, tg Target, topic, group string) *exec.Cmd {
+	src, err := filepath.Abs(filepath.Join("python", "consumer_protocol.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.CommandContext(ctx, filepath.Join(pythonVenv(), "bin", "python"), src, tg.Bootstrap, topic, group)
+}
+
+func startCPMember(t *testing.T, ctx context.Context, client cpClient, tg Target, topic, group, name string, recs *cpRecords) *cpMember {
+	t.Helper()
+	var err error
+	cmd := client(ctx, t, tg, topic, group)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.Stderr = os.Stderr
@@ -207,6 +224,17 @@ func servesConsumerProtocol(t *testing.T, tg Target) bool {
 
 func TestConsumerProtocolJava(t *testing.T) {
 	javaReady(t)
+	cpScenario(t, cpJava)
+}
+
+// TestConsumerProtocolConfluent is the same scenario with confluent-kafka
+// (Python, librdkafka's group.protocol=consumer).
+func TestConsumerProtocolConfluent(t *testing.T) {
+	pythonReady(t)
+	cpScenario(t, cpConfluent)
+}
+
+func cpScenario(t *testing.T, client cpClient) {
 	for _, tg := range targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			if !servesConsumerProtocol(t, tg) {
@@ -224,7 +252,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 			recs := &cpRecords{seen: map[[2]int64]int{}}
 			var ms []*cpMember
 			for i := range 3 {
-				ms = append(ms, startCPMember(t, ctx, tg, topic, group, fmt.Sprint("m", i), recs))
+				ms = append(ms, startCPMember(t, ctx, client, tg, topic, group, fmt.Sprint("m", i), recs))
 			}
 			cpWait(t, ctx, "three members split the partitions", func() (bool, string) { return cpSplit(ms) })
 			before := map[string][]int32{}
@@ -234,7 +262,7 @@ func TestConsumerProtocolJava(t *testing.T) {
 					t.Fatalf("%s owns %v, want 2 of 6", m.name, before[m.name])
 				}
 			}
-			ms = append(ms, startCPMember(t, ctx, tg, topic, group, "m3", recs))
+			ms = append(ms, startCPMember(t, ctx, client, tg, topic, group, "m3", recs))
 			cpWait(t, ctx, "four members split the partitions", func() (bool, string) { return cpSplit(ms) })
 			for _, m := range ms[:3] {
 				for _, p := range m.ownedList() {

@@ -30,6 +30,9 @@ import (
 //     --list/--describe; the test reads their output as a user would
 //     (partition count, config values, per-partition committed offset and
 //     lag).
+//   - cluster-tools: kafka-log-dirs, kafka-configs --entity-type clients,
+//     kafka-reassign-partitions, kafka-leader-election, kafka-client-metrics
+//     (javatools_cluster_test.go).
 
 const perfRecords = 20000
 
@@ -68,6 +71,10 @@ func TestJavaTools(t *testing.T) {
 					t.Run("admin-tools", func(t *testing.T) {
 						skipKfakeDeviation(t, tg, "java-"+version, "admin-tools")
 						adminTools(t, version, tg)
+					})
+					t.Run("cluster-tools", func(t *testing.T) {
+						skipKfakeDeviation(t, tg, "java-"+version, "cluster-tools")
+						clusterTools(t, version, tg)
 					})
 				})
 			}

@@ -156,6 +156,9 @@ var kfakeDeviations = map[string]string{
 		"which the Java AdminClient's describeTopics dereferences (NullPointerException)",
 	"java-*/admin-tools": "kfake deviation: its CreateTopics answer gives config source -1, which the Java AdminClient " +
 		"behind kafka-topics --create refuses (IllegalArgumentException: id should be positive)",
+	"java-*/cluster-tools": "kfake deviation: it answers DescribeClientQuotas with a null entries list, which " +
+		"kafka-configs --entity-type clients dereferences (NullPointerException), and a preferred election of a partition " +
+		"led by its preferred replica with success where Kafka answers ELECTION_NOT_NEEDED",
 	"kafka-python/admin": "kfake deviation: its CreateTopics answer gives config source -1, which kafka-python refuses " +
 		"(ValueError: Unrecognized ConfigSourceType)",
 }

@@ -82,6 +82,11 @@ candidates = {
     "console-consumer": ["org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"],
     "get-offsets": ["org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"],
     "metadata-quorum": ["org.apache.kafka.tools.MetadataQuorumCommand"],
+    "log-dirs": ["org.apache.kafka.tools.LogDirsCommand", "kafka.admin.LogDirsCommand"],
+    "reassign-partitions": ["org.apache.kafka.tools.reassign.ReassignPartitionsCommand", "kafka.admin.ReassignPartitionsCommand"],
+    "leader-election": ["org.apache.kafka.tools.LeaderElectionCommand", "kafka.admin.LeaderElectionCommand"],
+    "client-metrics": ["org.apache.kafka.tools.ClientMetricsCommand", "kafka.admin.ClientMetricsCommand"],
+    "transactions": ["org.apache.kafka.tools.TransactionsCommand"],
 }
 missing = []
 with open(os.path.join(d, "mainclasses.tmp"), "w") as f:
@@ -121,6 +126,12 @@ for v in "${versions[@]}"; do
         quiet "resolve main classes (Kafka $v)" resolve_mainclasses "$dir"
         echo "$stamp" >"$dir/libs.stamp"
         log "Kafka $v: $(ls "$dir/libs" | wc -l) jars in $((SECONDS - start)) s"
+    fi
+    # The tool list changes more often than the jars: resolved again when it does.
+    mstamp="$(declare -f resolve_mainclasses | sha256sum | cut -d' ' -f1)"
+    if [[ "$(cat "$dir/mainclasses.stamp" 2>/dev/null || true)" != "$mstamp" ]]; then
+        quiet "resolve main classes (Kafka $v)" resolve_mainclasses "$dir"
+        echo "$mstamp" >"$dir/mainclasses.stamp"
     fi
 
     # 2. the Java client programs, compiled against this version's kafka-clients
