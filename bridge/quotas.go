@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -8,14 +9,8 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
 
-// quotaUser is the quota user of the request's connection: its principal
-// (SASL, or a TLS client certificate's mapped name), ANONYMOUS without.
-func quotaUser(ctx context.Context) string {
-	if p := auth.PrincipalFrom(ctx); p != "" {
-		return p
-	}
-	return quotas.Anonymous
-}
+// quotaUser: the connection's principal (SASL, TLS certificate), else ANONYMOUS.
+func quotaUser(ctx context.Context) string { return cmp.Or(auth.PrincipalFrom(ctx), quotas.Anonymous) }
 
 // quotaThrottle records n bytes of kind against the client quota of the
 // request's connection (bridge/quotas) and returns the throttle_time_ms
