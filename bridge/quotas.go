@@ -1,24 +1,29 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 )
+
+// quotaUser: the connection's principal (SASL, TLS certificate), else ANONYMOUS.
+func quotaUser(ctx context.Context) string { return cmp.Or(auth.PrincipalFrom(ctx), quotas.Anonymous) }
 
 // quotaThrottle records n bytes of kind against the client quota of the
 // request's connection (bridge/quotas) and returns the throttle_time_ms
 // to answer: 0 when no quota applies or the rate is within it. The front
 // door stops reading the connection for that long (as Kafka mutes the
-// channel), seeing it in the response's throttle. Without SASL the user
-// is Kafka's ANONYMOUS; the client id is the request header's.
+// channel), seeing it in the response's throttle. The client id is the
+// request header's.
 func (b *Bridge) quotaThrottle(ctx context.Context, rq *Request, kind quotas.Kind, n int) int32 {
 	clientID := ""
 	if rq.ClientID != nil {
 		clientID = *rq.ClientID
 	}
-	d := b.quotas.Record(ctx, kind, quotas.Anonymous, clientID, n, time.Now())
+	d := b.quotas.Record(ctx, kind, quotaUser(ctx), clientID, n, time.Now())
 	return int32(min(d.Milliseconds(), 1<<31-1))
 }
 
@@ -40,7 +45,7 @@ func (b *Bridge) quotaTime(ctx context.Context, rq *Request, d time.Duration) in
 	if rq.ClientID != nil {
 		clientID = *rq.ClientID
 	}
-	return int32(b.quotas.RecordTime(ctx, quotas.Anonymous, clientID, d, time.Now()).Milliseconds())
+	return int32(b.quotas.RecordTime(ctx, quotaUser(ctx), clientID, d, time.Now()).Milliseconds())
 }
 
 // mutations is a CreateTopics or DeleteTopics request's
@@ -51,5 +56,5 @@ func (b *Bridge) mutations(ctx context.Context, rq *Request, strictSince int16) 
 	if rq.ClientID != nil {
 		clientID = *rq.ClientID
 	}
-	return b.quotas.Mutations(ctx, quotas.Anonymous, clientID, rq.Version >= strictSince)
+	return b.quotas.Mutations(ctx, quotaUser(ctx), clientID, rq.Version >= strictSince)
 }

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -123,6 +124,23 @@ type Config struct {
 	// where admin.pprof serves the same). Empty (the default) serves
 	// nothing. Default "".
 	PprofAddr string `koanf:"pprof_addr"`
+	// TLS serves the TCP listener over TLS only, as Iggy's [tcp.tls]
+	// (enabled, cert_file, key_file; no client certificates).
+	TLS TLSConfig `koanf:"tls"`
+}
+
+// TLSConfig is TLS on the embedded server's TCP listener (keys
+// embedded.tls.*), named as Iggy's tcp.tls section. The sidecar's client
+// then needs iggy.tls.enabled (and iggy.tls.ca_file for a private CA).
+type TLSConfig struct {
+	// Enabled serves TLS instead of plain TCP. Default false.
+	Enabled bool `koanf:"enabled"`
+	// CertFile is the PEM certificate chain, leaf first. Required when
+	// enabled. Default "".
+	CertFile string `koanf:"cert_file"`
+	// KeyFile is CertFile's PEM private key. Required when enabled.
+	// Default "".
+	KeyFile string `koanf:"key_file"`
 }
 
 // DefaultConfig returns the configuration with every default applied.
@@ -150,6 +168,18 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port: %v", c.Listen, err)
+	}
+	if t := c.TLS; t.Enabled {
+		switch {
+		case t.CertFile == "":
+			bad("tls.cert_file", "required when embedded.tls.enabled is true")
+		case t.KeyFile == "":
+			bad("tls.key_file", "required when embedded.tls.enabled is true")
+		default:
+			if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+				bad("tls.cert_file", "cannot load the key pair %s / %s: %v", t.CertFile, t.KeyFile, err)
+			}
+		}
 	}
 	if n := len(c.RootUsername); n < iggy.LimitLoginUsernameMinLength || n > iggy.LimitLoginUsernameMaxLength {
 		bad("root_username", "must be 3..50 bytes, got %d", n)

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -109,6 +110,15 @@ func (s *Server) Start(ctx context.Context) error {
 		s.closeLogs()
 		return fmt.Errorf("embedded: listen on %s: %w", s.cfg.Listen, err)
 	}
+	if t := s.cfg.TLS; t.Enabled {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			_ = ln.Close()
+			s.closeLogs()
+			return fmt.Errorf("embedded.tls.cert_file: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
 	s.ln = ln
 	if err := s.startPprof(ctx); err != nil {
 		_ = ln.Close()
@@ -116,7 +126,7 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.log.Info().Str("listen", ln.Addr().String()).Str("data_dir", s.cfg.DataDir).
-		Str("protocol", s.proto.String()).Msg("embedded Iggy server listening")
+		Str("protocol", s.proto.String()).Bool("tls", s.cfg.TLS.Enabled).Msg("embedded Iggy server listening")
 	s.wg.Add(3)
 	go s.acceptLoop()
 	go s.background()

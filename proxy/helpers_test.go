@@ -273,6 +273,12 @@ func testConfig() Config {
 // startEnv starts a server with the fake table; mod adjusts the config.
 func startEnv(t testing.TB, mod func(*Config)) *env {
 	t.Helper()
+	return startEnvWith(t, mod)
+}
+
+// startEnvWith is startEnv with server options.
+func startEnvWith(t testing.TB, mod func(*Config), opts ...Option) *env {
+	t.Helper()
 	e := &env{
 		gate: newGate(), produced: make(chan *kmsg.ProduceRequest, 16),
 		metrics: newCountMetrics(), clientIDs: make(chan *string, 16),
@@ -282,7 +288,7 @@ func startEnv(t testing.TB, mod func(*Config)) *env {
 		mod(&cfg)
 	}
 	log, tl := newTestLogger(t)
-	srv, err := New(cfg, newTestTable(t, e), log, WithMetrics(e.metrics))
+	srv, err := New(cfg, newTestTable(t, e), log, append([]Option{WithMetrics(e.metrics)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

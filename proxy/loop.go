@@ -12,6 +12,10 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/auth"
 )
 
+// errNotFromFront is why a connection to the internal port of a TLS
+// listener that the TLS front did not make is closed.
+var errNotFromFront = errors.New("connection did not come through the TLS front")
+
 // handler is the Server as a gnet event handler; its methods are not part
 // of the Server's API.
 type handler Server
@@ -39,15 +43,30 @@ func (h *handler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	cs.touch(now)
 	cs.ctx, cs.cancel = context.WithCancel(s.baseCtx)
+	var fi FrontInfo
+	fromFront := false
+	if s.front != nil {
+		if fi, fromFront = s.front(cs.remote); fromFront {
+			cs.remote = fi.Remote
+		}
+	}
 	if s.auth != nil {
 		cs.sasl = s.auth.NewSession(cs.remote)
 		cs.ctx = auth.NewContext(cs.ctx, cs.sasl)
+	} else if fromFront {
+		cs.ctx = auth.WithTLSPrincipal(cs.ctx, fi.Principal)
 	}
 	c.SetContext(cs)
 	s.metrics.ConnOpened()
 	n := s.nconns.Add(1)
 	if s.draining.Load() {
 		cs.fail(closeInfo{reason: CloseShutdown})
+		return nil, gnet.Close
+	}
+	if s.front != nil && !fromFront {
+		// Not dialled by the TLS front: a local process trying the
+		// internal plaintext port.
+		cs.fail(closeInfo{reason: CloseAuthentication, err: errNotFromFront})
 		return nil, gnet.Close
 	}
 	if limit := s.cfg.Limits.MaxConnections; limit > 0 && n > int64(limit) {

@@ -67,6 +67,23 @@ func WithMetrics(m Metrics) Option {
 // ApiVersions is served (see package auth). Default: no authentication.
 func WithAuth(a *auth.Authenticator) Option { return func(s *Server) { s.auth = a } }
 
+// FrontInfo is what a TLS front (package proxy/tlsfront) tells the server
+// of a connection it forwards: the client's address and the principal of
+// its client certificate.
+type FrontInfo struct {
+	Remote    string
+	Principal string
+}
+
+// WithFront says every connection comes through a TLS front that knows
+// it by the address it dials from: lookup gives the client's real address
+// (logged, SASL's metric label) and TLS principal; a connection lookup
+// does not know did not come through the front and is closed at open
+// (close_reason authentication). Default: none (a plaintext listener).
+func WithFront(lookup func(remote string) (FrontInfo, bool)) Option {
+	return func(s *Server) { s.front = lookup }
+}
+
 // WithBudget sets the process's memory budget the front door draws from
 // (shared with the bridge's fetches). Default: one of
 // limits.memory_bytes (derived as Config.Resolved says when 0).
@@ -94,8 +111,9 @@ type Server struct {
 	log     zerolog.Logger
 	gnetLog gnetLogger
 	metrics Metrics
-	budget  *budget.Budget      // limits.memory_bytes: frames, produce copies, unsent replies
-	auth    *auth.Authenticator // nil: no SASL
+	budget  *budget.Budget                        // limits.memory_bytes: frames, produce copies, unsent replies
+	auth    *auth.Authenticator                   // nil: no SASL
+	front   func(remote string) (FrontInfo, bool) // nil: no TLS front
 	// newRequest makes the empty request a frame decodes into
 	// (kmsg.RequestForKey; tests inject faults through it).
 	newRequest func(key int16) kmsg.Request

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf"
 )
 
 // Defaults of PeersConfig and CoordinationConfig.
@@ -89,6 +91,31 @@ type PeersConfig struct {
 	// next call. A connection that has not authenticated is closed after
 	// peers.handshake_timeout. Default 10m.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// TLS is mutual TLS on the peer link, beside the shared secret.
+	TLS PeerTLSConfig `koanf:"tls"`
+}
+
+// PeerTLSConfig is mutual TLS between the sidecars of a domain (keys
+// peers.tls.*): each side presents its certificate and verifies the
+// other's against ca_file; the HMAC challenge still runs inside. The files
+// are read again when they change (new connections use the new ones).
+type PeerTLSConfig struct {
+	// Enabled turns mutual TLS on; every sidecar of the domain must agree.
+	// Default false.
+	Enabled bool `koanf:"enabled"`
+	// CertFile is this sidecar's PEM certificate chain, leaf first, used
+	// both to serve and to dial. Required when enabled. Default "".
+	CertFile string `koanf:"cert_file"`
+	// KeyFile is CertFile's PEM private key. Required when enabled.
+	// Default "".
+	KeyFile string `koanf:"key_file"`
+	// CAFile holds the PEM CA certificates peer certificates must chain
+	// to. Required when enabled. Default "".
+	CAFile string `koanf:"ca_file"`
+	// ServerName, when set, is the name the owner's certificate must carry
+	// (a DNS SAN), e.g. one certificate shared by the deployment's pods;
+	// "" verifies the chain only (pods are dialled by IP). Default "".
+	ServerName string `koanf:"server_name"`
 }
 
 // CoordinationConfig places a sidecar in a coordination domain (keys
@@ -247,6 +274,12 @@ func Validate(p PeersConfig, c CoordinationConfig) error {
 	}
 	if p.IdleTimeout <= 0 {
 		bad("peers.idle_timeout", "must be positive")
+	}
+	if t := p.TLS; t.Enabled {
+		if t.CAFile == "" {
+			bad("peers.tls.ca_file", "required when peers.tls.enabled is true")
+		}
+		errs = append(errs, (tlsconf.Files{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile}).Check("peers.tls.", true)...)
 	}
 	if c.Domain == "" || len(c.Domain) > 200 {
 		bad("coordination.domain", "must be 1..200 bytes")

@@ -25,6 +25,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -96,7 +97,8 @@ type linkServer struct {
 	maxConns    int
 	maxInflight int
 	idle        time.Duration
-	maxMessage  int // peers.max_message_bytes; 0: the default
+	maxMessage  int         // peers.max_message_bytes; 0: the default
+	tls         *tls.Config // nil: no peer TLS
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -218,6 +220,17 @@ func (s *linkServer) handshake(c net.Conn, br *bufio.Reader) (string, bool) {
 
 func (s *linkServer) conn(c net.Conn) {
 	defer c.Close()
+	if s.tls != nil {
+		// Mutual TLS first: a peer without a certificate of the domain's
+		// CA never reaches the HMAC challenge.
+		tc := tls.Server(c, s.tls)
+		_ = c.SetDeadline(time.Now().Add(s.hsTime))
+		if err := tc.Handshake(); err != nil {
+			s.refuse(c, "tls_handshake", err)
+			return
+		}
+		c = tc
+	}
 	br := bufio.NewReader(c)
 	node, ok := s.handshake(c, br)
 	if !ok {
@@ -338,6 +351,7 @@ type peerClient struct {
 	// maxMessage is peers.max_message_bytes; 0: the default.
 	maxMessage int
 	log        zerolog.Logger
+	tls        func() *tls.Config // nil: no peer TLS
 
 	mu      sync.Mutex
 	conn    net.Conn
@@ -366,6 +380,16 @@ func (p *peerClient) connect(ctx context.Context) (net.Conn, error) {
 	c, err := (&net.Dialer{}).DialContext(dctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
+	}
+	if p.tls != nil {
+		tc := tls.Client(c, p.tls())
+		_ = c.SetDeadline(time.Now().Add(p.hsTime))
+		if err := tc.Handshake(); err != nil {
+			_ = c.Close()
+			p.log.Warn().Err(err).Str("peer_address", p.addr).Msg("peer TLS handshake failed")
+			return nil, fmt.Errorf("%w: %v", errPeerAuth, err)
+		}
+		c = tc
 	}
 	br := bufio.NewReader(c)
 	if err := p.handshake(c, br); err != nil {

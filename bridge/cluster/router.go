@@ -59,6 +59,7 @@ type Router struct {
 	own    *ownership
 	secret []byte
 	ln     net.Listener
+	tls    *peerTLS // nil: no peer TLS
 	srv    *linkServer
 	addr   string // advertised peer address
 
@@ -83,6 +84,12 @@ func NewRouter(o Options) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ptls *peerTLS
+	if t := o.Peers.TLS; t.Enabled {
+		if ptls, err = newPeerTLS(t, o.Log); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", o.Peers.Address)
 	if err != nil {
 		return nil, fmt.Errorf("peers.address: %w", err)
@@ -95,7 +102,7 @@ func NewRouter(o Options) (*Router, error) {
 	if o.Node == "" {
 		o.Node = nodeName()
 	}
-	r := &Router{opts: o, log: o.Log, secret: secret, ln: ln, addr: addr, ceiling: map[string]int32{}, peers: map[string]*peerClient{}, done: make(chan struct{})}
+	r := &Router{opts: o, log: o.Log, secret: secret, tls: ptls, ln: ln, addr: addr, ceiling: map[string]int32{}, peers: map[string]*peerClient{}, done: make(chan struct{})}
 	r.own = &ownership{
 		cfg: o.Coordination, log: o.Log, ctl: o.Control, data: o.Data, node: o.Node, addr: addr,
 		coord:  iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "coord." + o.Coordination.Domain},
@@ -128,6 +135,9 @@ func (r *Router) Start() {
 	r.srv = &linkServer{ln: r.ln, secret: r.secret, domain: r.opts.Coordination.Domain, maxFrame: r.opts.Peers.MaxFrameBytes,
 		maxMessage: r.opts.Peers.MaxMessageBytes, hsTime: r.opts.Peers.HandshakeTimeout, maxConns: r.opts.Peers.MaxConnections, maxInflight: r.opts.Peers.MaxInflightCalls,
 		idle: r.opts.Peers.IdleTimeout, log: r.log, handle: r.serve, conns: map[net.Conn]struct{}{}}
+	if r.tls != nil {
+		r.srv.tls = r.tls.server
+	}
 	go r.srv.serve()
 	go func() {
 		defer close(r.done)
@@ -244,6 +254,9 @@ func (r *Router) peer(addr string) *peerClient {
 		p = &peerClient{addr: addr, node: r.opts.Node, domain: r.opts.Coordination.Domain, secret: r.secret,
 			dialTime: r.opts.Peers.DialTimeout, hsTime: r.opts.Peers.HandshakeTimeout, maxFrame: r.opts.Peers.MaxFrameBytes,
 			maxMessage: r.opts.Peers.MaxMessageBytes, log: r.log}
+		if r.tls != nil {
+			p.tls = r.tls.client
+		}
 		r.peers[addr] = p
 	}
 	return p

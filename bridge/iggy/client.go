@@ -116,7 +116,7 @@ func New(cfg Config, log zerolog.Logger, opts ...Option) (*Client, error) {
 	if cfg.Address == "" {
 		return nil, errors.New("iggy.address: required")
 	}
-	tc, err := cfg.tlsConfig()
+	tc, err := cfg.tlsConfig(log)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf"
 )
 
 // Defaults of Config, one documented constant each (DefaultConfig uses them).
@@ -151,6 +154,12 @@ type TLSConfig struct {
 	// ServerName is the name expected in the server certificate (and sent
 	// as SNI). Default "": the host of Address.
 	ServerName string `koanf:"server_name"`
+	// CertFile is a PEM client certificate chain offered when the server
+	// (or a TLS proxy in front of it) asks for one; reloaded when the file
+	// changes. Iggy's own TCP TLS listener does not ask. Default "".
+	CertFile string `koanf:"cert_file"`
+	// KeyFile is CertFile's PEM private key. Default "".
+	KeyFile string `koanf:"key_file"`
 }
 
 // DefaultConfig returns the documented defaults.
@@ -204,6 +213,15 @@ func (c Config) Validate() error {
 	if c.TLS.CAFile != "" && !c.TLS.Enabled {
 		bad("tls.ca_file", "set but iggy.tls.enabled is false")
 	}
+	if (c.TLS.CertFile != "" || c.TLS.KeyFile != "") && !c.TLS.Enabled {
+		bad("tls.cert_file", "set but iggy.tls.enabled is false")
+	}
+	if c.TLS.Enabled {
+		for _, err := range (tlsconf.Files{CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile}).Check("tls.", false) {
+			key, msg, _ := strings.Cut(err.Error(), ": ")
+			bad(key, "%s", msg)
+		}
+	}
 	if c.PoolSize < 1 || c.PoolSize > maxPoolSize {
 		bad("pool_size", "%d is not 1-%d", c.PoolSize, maxPoolSize)
 	}
@@ -255,7 +273,7 @@ func (c Config) protocol() (icodec.ProtocolVersion, bool, error) {
 }
 
 // tlsConfig builds the TLS client configuration, or nil when TLS is off.
-func (c Config) tlsConfig() (*tls.Config, error) {
+func (c Config) tlsConfig(log zerolog.Logger) (*tls.Config, error) {
 	if !c.TLS.Enabled {
 		return nil, nil
 	}
@@ -279,6 +297,16 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 			return nil, fmt.Errorf("iggy.tls.ca_file: %s holds no PEM certificate", c.TLS.CAFile)
 		}
 		tc.RootCAs = pool
+	}
+	if c.TLS.CertFile != "" {
+		rl, err := tlsconf.NewReloader(tlsconf.Files{CertFile: c.TLS.CertFile, KeyFile: c.TLS.KeyFile}, log)
+		if err != nil {
+			return nil, fmt.Errorf("iggy.tls.cert_file: %w", err)
+		}
+		tc.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, _ := rl.Current()
+			return cert, nil
+		}
 	}
 	return tc, nil
 }

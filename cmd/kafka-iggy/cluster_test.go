@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 )
 
 const clusterSecret = "test-peer-secret-0123456789abcdefghij"
@@ -662,19 +664,83 @@ func TestRollingRestartOfSidecars(t *testing.T) {
 // and the peer's address, the wrong sidecar's clients get a retriable
 // coordinator error, and the owner's own clients are unaffected.
 func TestPeerWithWrongSecretRefused(t *testing.T) {
+	peerRefused(t, nil, []string{"KAFKA_IGGY_PEERS__SECRET=not-the-domain-secret-0123456789abcdef"}, "wrong_secret")
+}
+
+// TestPeerWithWrongCertificateRefused: with peers.tls (mutual TLS beside
+// the secret), a sidecar whose certificate another CA signed is refused
+// by the owner's TLS handshake as a wrong secret is; the sidecars with the
+// domain's certificates coordinate as before.
+func TestPeerWithWrongCertificateRefused(t *testing.T) {
+	pki := tlstest.New(t, t.TempDir())
+	good := pki.Issue("peer", pkix.Name{CommonName: "kafka-iggy-peer"}, true)
+	intruder := tlstest.New(t, t.TempDir()).Issue("intruder", pkix.Name{CommonName: "kafka-iggy-peer"}, true)
+	env := func(is tlstest.Issued) []string {
+		return []string{"KAFKA_IGGY_PEERS__TLS__ENABLED=true", "KAFKA_IGGY_PEERS__TLS__CERT_FILE=" + is.CertFile,
+			"KAFKA_IGGY_PEERS__TLS__KEY_FILE=" + is.KeyFile, "KAFKA_IGGY_PEERS__TLS__CA_FILE=" + pki.CAFile}
+	}
+	peerRefused(t, env(good), env(intruder), "tls_handshake")
+}
+
+// TestPeersOverMutualTLS: two sidecars with certificates of the domain's
+// CA (each its own leaf) forward group calls to each other over the TLS
+// peer link: a DescribeGroups sent to the non-owner is served by the owner.
+func TestPeersOverMutualTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	pki := tlstest.New(t, t.TempDir())
+	env := func(name string) []string {
+		is := pki.Issue(name, pkix.Name{CommonName: name}, true)
+		return []string{"KAFKA_IGGY_PEERS__TLS__ENABLED=true", "KAFKA_IGGY_PEERS__TLS__CERT_FILE=" + is.CertFile,
+			"KAFKA_IGGY_PEERS__TLS__KEY_FILE=" + is.KeyFile, "KAFKA_IGGY_PEERS__TLS__CA_FILE=" + pki.CAFile}
+	}
+	iggyAddr := freeAddr(t)
+	startIggyProc(t, iggyAddr, t.TempDir())
+	ps := []*sidecarProc{startClusterSidecar(t, iggyAddr, env("peer-a")...), startClusterSidecar(t, iggyAddr, env("peer-b")...)}
+	var group string
+	waitFor(t, 30*time.Second, "a shard active on the first sidecar", func() error {
+		for i := range 200 {
+			g := fmt.Sprintf("mtls-peer-%d", i)
+			if shardOwner(ps, cluster.Shard(g, cluster.DefaultShards)) == 0 {
+				group = g
+				return nil
+			}
+		}
+		return errors.New("the first sidecar owns no shard yet")
+	})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ps[1].kafka), kgo.RetryTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Groups[0].ErrorCode != kerr.GroupIDNotFound.Code { // served by the owner: no members yet
+		t.Fatalf("describe forwarded over the TLS peer link: %v %+v", err, resp)
+	}
+}
+
+// peerRefused runs an owner sidecar with goodEnv and another with badEnv,
+// and checks the owner refuses the other's forwarded call with reason.
+func peerRefused(t *testing.T, goodEnv, badEnv []string, reason string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts sidecar processes")
 	}
 	iggyAddr := freeAddr(t)
 	startIggyProc(t, iggyAddr, t.TempDir())
-	good := startClusterSidecar(t, iggyAddr)
-	bad := startClusterSidecar(t, iggyAddr, "KAFKA_IGGY_PEERS__SECRET=not-the-domain-secret-0123456789abcdef")
+	good := startClusterSidecar(t, iggyAddr, goodEnv...)
+	bad := startClusterSidecar(t, iggyAddr, badEnv...)
 	ps := []*sidecarProc{good, bad}
 	// A group whose shard the good sidecar serves.
 	var group string
 	waitFor(t, 30*time.Second, "shards active on both sidecars", func() error {
 		for i := range 200 {
-			g := fmt.Sprintf("wrong-secret-%d", i)
+			g := fmt.Sprintf("refused-peer-%d", i)
 			if shardOwner(ps, cluster.Shard(g, cluster.DefaultShards)) == 0 {
 				group = g
 				return nil
@@ -696,15 +762,15 @@ func TestPeerWithWrongSecretRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := resp.Groups[0].ErrorCode; code != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("describe through the sidecar with the wrong secret: code %d, want COORDINATOR_NOT_AVAILABLE", code)
+		t.Fatalf("describe through the refused sidecar: code %d, want COORDINATOR_NOT_AVAILABLE", code)
 	}
 	waitFor(t, 10*time.Second, "the refusal logged by the owner", func() error {
 		for _, l := range strings.Split(good.logText(), "\n") {
-			if strings.Contains(l, `"close_reason":"wrong_secret"`) && strings.Contains(l, `"peer_address":"127.0.0.1:`) {
+			if strings.Contains(l, `"close_reason":"`+reason+`"`) && strings.Contains(l, `"peer_address":"127.0.0.1:`) {
 				return nil
 			}
 		}
-		return errors.New("no wrong_secret line")
+		return errors.New("no " + reason + " line")
 	})
 	// The owner's own clients are unaffected.
 	goodCl, err := kgo.NewClient(kgo.SeedBrokers(good.kafka))

@@ -2,20 +2,20 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/kafka-iggy/kafka-iggy/auth"
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
 )
@@ -206,8 +206,9 @@ type TLSConfig struct {
 	// Default "".
 	KeyFile string `koanf:"key_file"`
 	// ClientAuth is the client-certificate policy: "none", "request"
-	// (verified when sent) or "require" (mutual TLS). request and require
-	// need client_ca_file. Default "none".
+	// (verified when sent) or "require" (mutual TLS); Kafka's
+	// ssl.client.auth spellings "requested" and "required" are accepted
+	// too. request and require need client_ca_file. Default "none".
 	ClientAuth string `koanf:"client_auth"`
 	// ClientCAFile is a PEM file of the CA certificates client
 	// certificates are verified against. Default "".
@@ -215,6 +216,20 @@ type TLSConfig struct {
 	// MinVersion is the lowest TLS version accepted: "1.2" or "1.3".
 	// Default "1.2".
 	MinVersion string `koanf:"min_version"`
+	// HandshakeTimeout cuts a TLS handshake not completed within it (a
+	// client that connects and stalls holds nothing longer). 1s-5m.
+	// Default 10s.
+	HandshakeTimeout time.Duration `koanf:"handshake_timeout"`
+	// PrincipalMappingRules map a client certificate's subject (its RFC
+	// 2253 distinguished name) to the connection's principal when the
+	// listener does not use SASL, as Kafka's ssl.principal.mapping.rules:
+	// "DEFAULT" (the whole name) or "RULE:pattern/replacement/" with an
+	// optional L or U (lower or upper case); the first rule matching the
+	// whole name wins, none matching refuses the client. A connection
+	// without a certificate is ANONYMOUS. One string, rules separated by
+	// commas (as Kafka's, whose patterns may hold commas too). Default
+	// "DEFAULT".
+	PrincipalMappingRules string `koanf:"principal_mapping_rules"`
 }
 
 // Log levels and formats accepted by LogConfig.
@@ -269,8 +284,10 @@ func DefaultConfig() Config {
 			Principals:    PrincipalsConfig{PoolSize: 1, Max: 64, IdleTimeout: 5 * time.Minute},
 		},
 		TLS: TLSConfig{
-			ClientAuth: ClientAuthNone,
-			MinVersion: "1.2",
+			ClientAuth:            ClientAuthNone,
+			MinVersion:            "1.2",
+			HandshakeTimeout:      10 * time.Second,
+			PrincipalMappingRules: "DEFAULT",
 		},
 		Admin:        admin.DefaultConfig(),
 		Log:          LogConfig{Level: "info", Format: LogFormatAuto},
@@ -329,13 +346,12 @@ func (c Config) Validate() error {
 		}
 	}
 
+	if c.UseEmbedded() && c.Embedded.Server.TLS.Enabled != c.Iggy.TLS.Enabled {
+		// The client dials the embedded server: both sides speak TLS or neither.
+		bad("iggy.tls.enabled", "is %v but embedded.tls.enabled is %v: the sidecar's client dials the embedded server, set both alike", c.Iggy.TLS.Enabled, c.Embedded.Server.TLS.Enabled)
+	}
 	c.SASL.validate(c.Proxy.Listener.Address, c.TLS.Enabled, bad)
 	c.TLS.validate(bad)
-	// The front door does not speak TLS yet: refuse to start rather than
-	// serve in the clear while the operator believes otherwise.
-	if c.TLS.Enabled {
-		bad("tls.enabled", "TLS on the Kafka listener is not implemented yet; the settings are validated but cannot be enabled")
-	}
 
 	switch strings.ToLower(c.Log.Level) {
 	case "trace", "debug", "info", "warn", "error":
@@ -480,14 +496,20 @@ func isLoopback(host string) bool {
 
 func (t TLSConfig) validate(bad func(key, format string, args ...any)) {
 	switch t.ClientAuth {
-	case ClientAuthNone, ClientAuthRequest, ClientAuthRequire:
+	case ClientAuthNone, ClientAuthRequest, ClientAuthRequire, "requested", "required":
 	default:
-		bad("tls.client_auth", "%q is not one of none, request, require", t.ClientAuth)
+		bad("tls.client_auth", "%q is not one of none, request, require (or Kafka's requested, required)", t.ClientAuth)
 	}
 	switch t.MinVersion {
 	case "1.2", "1.3":
 	default:
 		bad("tls.min_version", "%q is not 1.2 or 1.3", t.MinVersion)
+	}
+	if t.HandshakeTimeout < time.Second || t.HandshakeTimeout > 5*time.Minute {
+		bad("tls.handshake_timeout", "%v is not 1s-5m", t.HandshakeTimeout)
+	}
+	if _, err := auth.ParseMappingRules(t.PrincipalMappingRules); err != nil {
+		bad("tls.principal_mapping_rules", "%v", err)
 	}
 	if !t.Enabled {
 		return
@@ -506,48 +528,8 @@ func (t TLSConfig) validate(bad func(key, format string, args ...any)) {
 		bad("tls.client_ca_file", "required when tls.client_auth is %s", t.ClientAuth)
 	}
 	if t.ClientCAFile != "" {
-		if _, err := loadCertPool(t.ClientCAFile); err != nil {
+		if _, err := tlsconf.LoadPool(t.ClientCAFile); err != nil {
 			bad("tls.client_ca_file", "%v", err)
 		}
 	}
-}
-
-// ServerTLS builds the crypto/tls configuration of the Kafka listener, or
-// nil when TLS is off. Call it after Validate.
-func (t TLSConfig) ServerTLS() (*tls.Config, error) {
-	if !t.Enabled {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tls.cert_file: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if t.MinVersion == "1.3" {
-		tc.MinVersion = tls.VersionTLS13
-	}
-	switch t.ClientAuth {
-	case ClientAuthRequest:
-		tc.ClientAuth = tls.VerifyClientCertIfGiven
-	case ClientAuthRequire:
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	if t.ClientCAFile != "" {
-		if tc.ClientCAs, err = loadCertPool(t.ClientCAFile); err != nil {
-			return nil, fmt.Errorf("tls.client_ca_file: %w", err)
-		}
-	}
-	return tc, nil
-}
-
-func loadCertPool(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return pool, nil
 }

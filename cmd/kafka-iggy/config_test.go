@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -307,7 +306,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		SASL: SASLConfig{Mechanisms: []string{"PLAIN"}, Mode: "iggy", Users: map[string]string{}, FailureDelay: 100 * time.Millisecond,
 			Authorization: "principal", Principals: PrincipalsConfig{PoolSize: 1, Max: 64, IdleTimeout: 5 * time.Minute},
 			OAuthBearer: OAuthBearerConfig{PrincipalClaim: "sub", ClockSkew: 30 * time.Second}},
-		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2"},
+		TLS:          TLSConfig{ClientAuth: "none", MinVersion: "1.2", HandshakeTimeout: 10 * time.Second, PrincipalMappingRules: "DEFAULT"},
 		Admin:        admin.Config{Enabled: true, Address: "127.0.0.1:9094", ReadHeaderTimeout: 5 * time.Second, StallTimeout: 20 * time.Second, MaxConnections: 64, IdleTimeout: 10 * time.Minute, Pprof: true},
 		Log:          LogConfig{Level: "debug", Format: "auto"},
 		Shutdown:     ShutdownConfig{UnreadyDelay: 0},
@@ -628,28 +627,31 @@ func TestSecretKeysListed(t *testing.T) {
 func TestListenerTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
-	// The listener does not serve TLS yet: enabling it is refused at load
-	// time, naming the key; the TLS settings themselves still build.
-	_, err := loadConfig([]string{"--tls.enabled", "--tls.cert_file", cert, "--tls.key_file", key,
-		"--tls.client_auth=require", "--tls.client_ca_file", cert, "--tls.min_version=1.3"}, nil)
-	if msg := problemKeys(t, err)["tls.enabled"]; !strings.Contains(msg, "not implemented") {
-		t.Fatalf("enabling TLS: %v", err)
-	}
-	cfg := DefaultConfig()
-	cfg.TLS = TLSConfig{Enabled: true, CertFile: cert, KeyFile: key, ClientAuth: ClientAuthRequire, ClientCAFile: cert, MinVersion: "1.3"}
-	tc, err := cfg.TLS.ServerTLS()
+	cfg, err := loadConfig([]string{"--tls.enabled", "--tls.cert_file", cert, "--tls.key_file", key,
+		"--tls.client_auth=require", "--tls.client_ca_file", cert, "--tls.min_version=1.3",
+		"--tls.principal_mapping_rules", "RULE:^CN=([^,]*).*$/$1/L,DEFAULT"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tc.Certificates) != 1 || tc.MinVersion != tls.VersionTLS13 || tc.ClientAuth != tls.RequireAndVerifyClientCert || tc.ClientCAs == nil {
-		t.Errorf("ServerTLS = %+v", tc)
-	}
-	if tc, err := DefaultConfig().TLS.ServerTLS(); tc != nil || err != nil {
-		t.Errorf("disabled ServerTLS = %v, %v", tc, err)
+	if cfg.SecurityProtocol() != "SSL" || cfg.TLS.HandshakeTimeout != 10*time.Second {
+		t.Errorf("protocol %s, handshake timeout %v", cfg.SecurityProtocol(), cfg.TLS.HandshakeTimeout)
 	}
 	_, err = loadConfig([]string{"--tls.enabled", "--tls.cert_file", key, "--tls.key_file", cert}, nil)
 	if msg := problemKeys(t, err)["tls.cert_file"]; !strings.Contains(msg, "cannot load the key pair") {
 		t.Errorf("swapped files: %v", err)
+	}
+	other, _ := writeSelfSigned(t, t.TempDir())
+	_, err = loadConfig([]string{"--tls.enabled", "--tls.cert_file", other, "--tls.key_file", key}, nil)
+	if msg := problemKeys(t, err)["tls.cert_file"]; !strings.Contains(msg, "private key does not match") {
+		t.Errorf("key of another certificate: %v", err)
+	}
+	_, err = loadConfig([]string{"--tls.enabled", "--tls.cert_file", filepath.Join(dir, "missing.pem"), "--tls.key_file", key,
+		"--tls.handshake_timeout=10ms", "--tls.principal_mapping_rules=RULE:(/x/"}, nil)
+	keys := problemKeys(t, err)
+	for k, want := range map[string]string{"tls.cert_file": "no such file", "tls.handshake_timeout": "not 1s-5m", "tls.principal_mapping_rules": "rule pattern"} {
+		if !strings.Contains(keys[k], want) {
+			t.Errorf("%s: %q, want it to say %q", k, keys[k], want)
+		}
 	}
 }
 

@@ -14,8 +14,9 @@ import (
 // javaSasl compiles testdata/javasasl/KafkaSasl.java against kafka-clients
 // in $KAFKA_IGGY_JAVA_DIR (default ~/.cache/kafka-iggy/java, installed by
 // scripts/install-test-deps.sh) and returns a function that runs one round
-// trip and returns its output line. Skips when Java or the jars are absent.
-func javaSasl(t *testing.T) func(bootstrap, mech, user, pass, topic string) string {
+// trip (extra client properties as KEY=VALUE) and returns its output
+// line. Skips when Java or the jars are absent.
+func javaSasl(t *testing.T) func(bootstrap, mech, user, pass, topic string, props ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("runs a JVM")
@@ -40,12 +41,13 @@ func javaSasl(t *testing.T) func(bootstrap, mech, user, pass, topic string) stri
 		filepath.Join("testdata", "javasasl", "KafkaSasl.java")).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	return func(bootstrap, mech, user, pass, topic string) string {
+	return func(bootstrap, mech, user, pass, topic string, props ...string) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		var stdout, stderr bytes.Buffer
 		cmd := exec.CommandContext(ctx, "java", "-cp", classes+string(os.PathListSeparator)+cp,
 			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "KafkaSasl", bootstrap, mech, user, pass, topic)
+		cmd.Args = append(cmd.Args, props...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("java: %v\n%s", err, stderr.String())

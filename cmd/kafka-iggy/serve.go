@@ -19,6 +19,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
+	"github.com/kafka-iggy/kafka-iggy/proxy/tlsfront"
 )
 
 // serve runs the sidecar until SIGINT or SIGTERM and returns the exit status.
@@ -163,12 +164,34 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 		pxOpts = append(pxOpts, proxy.WithAuth(a))
 	}
-	px, err := proxy.New(cfg.Proxy, br.Table(), log, pxOpts...)
+	pcfg := cfg.Proxy
+	var front *tlsfront.Front
+	if cfg.TLS.Enabled {
+		// TLS is terminated in front of the gnet loops (proxy/tlsfront);
+		// gnet listens on loopback behind it.
+		if front, pcfg, err = startTLSFront(cfg, metrics.Registry(), budget, log.With().Str("component", "tls").Logger()); err != nil {
+			return err
+		}
+		pxOpts = append(pxOpts, proxy.WithFront(frontLookup(front)))
+	}
+	px, err := proxy.New(pcfg, br.Table(), log, pxOpts...)
 	if err != nil {
+		if front != nil {
+			front.Close()
+		}
 		return err
 	}
 	if err := px.Start(ctx); err != nil {
+		if front != nil {
+			front.Close()
+		}
 		return fmt.Errorf("kafka listener: %w", err)
+	}
+	kafkaAddr := px.Addr().String()
+	if front != nil {
+		front.Start(kafkaAddr)
+		kafkaAddr = front.Addr().String()
+		defer front.Close()
 	}
 	host, port := px.Advertised()
 	br.SetBroker(bridge.Broker{NodeID: 0, Host: host, Port: port})
@@ -189,12 +212,12 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 			_ = adm.Shutdown(sctx)
 		})
 	}
-	st := started{Kafka: px.Addr().String(), Iggy: cfg.Iggy.Address}
+	st := started{Kafka: kafkaAddr, Iggy: cfg.Iggy.Address}
 	if adm != nil {
 		st.Admin = adm.Addr().String()
 	}
 	log.Info().Str("kafka_address", st.Kafka).Str("advertised", fmt.Sprintf("%s:%d", host, port)).
-		Str("admin_address", st.Admin).Str("iggy_address", st.Iggy).Str("version", version).Msg("kafka-iggy ready for Kafka clients")
+		Str("admin_address", st.Admin).Str("iggy_address", st.Iggy).Str("security_protocol", cfg.SecurityProtocol()).Str("version", version).Msg("kafka-iggy ready for Kafka clients")
 	if onStart != nil {
 		onStart(st)
 	}
@@ -213,6 +236,9 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		// Release owned shards now (markers: their next owners start at
 		// once) so the rest of the domain takes over while this one drains.
 		router.Close()
+	}
+	if front != nil {
+		front.StopAccepting() // new connections refused; open ones drain behind
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.Proxy.Limits.DrainTimeout)
 	defer cancel()

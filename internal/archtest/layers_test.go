@@ -52,9 +52,9 @@ var layers = map[string]rule{
 
 	"budget": {},
 
-	"bridge/iggy":          {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
+	"bridge/iggy":          {imports: with(iggyCodec, "codec/records", "budget", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/groups":        {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cluster":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups"), tests: testKit},
+	"bridge/cluster":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/offsets":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":   {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession":  {},
@@ -69,12 +69,14 @@ var layers = map[string]rule{
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth", "internal/panics"}, tests: with(testKit, "proxy")},
 
 	"proxy": {imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "auth"), tests: testKit},
+	// tlsfront terminates TLS in front of proxy's gnet listener.
+	"proxy/tlsfront": {imports: []string{"auth", "budget"}, tests: []string{"internal/tlsconf", "internal/tlsconf/tlstest"}},
 	// admin adapts the metric hooks of proxy and bridge/iggy.
 	"proxy/admin": {imports: with(iggyCodec, "budget", "bridge/iggy", "proxy"), tests: with(testKit, "bridge")},
 
 	"cmd/kafka-iggy": {
-		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "embedded", "auth"),
-		tests:   testKit,
+		imports: with(iggyCodec, "budget", "bridge", "bridge/iggy", "bridge/groups", "bridge/cluster", "proxy", "proxy/admin", "proxy/tlsfront", "embedded", "auth", "internal/tlsconf"),
+		tests:   with(testKit, "internal/tlsconf/tlstest"),
 	},
 
 	"embedded":           {imports: with(iggyCodec, "embedded/plog"), tests: []string{"embedded/embedtest"}},
@@ -84,7 +86,10 @@ var layers = map[string]rule{
 	"deploy":             {},
 	"internal/archtest":  {},
 	"internal/panics":    {},
-	"scripts/...":        {imports: []string{"..."}},
+	"internal/tlsconf":   {tests: []string{"internal/tlsconf/tlstest"}},
+	// the tests' own CA and certificates (test files only)
+	"internal/tlsconf/tlstest": {},
+	"scripts/...":              {imports: []string{"..."}},
 }
 
 // importedOnlyBy names, for the packages the doc fences in, which packages
@@ -101,7 +106,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/quotas":        {"bridge"},
 	"bridge/clientmetrics": {"bridge"},
 	"bridge/producers":     {"bridge"},
-	"budget":               {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
+	"budget":               {"proxy", "proxy/admin", "proxy/tlsfront", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 
 // where tells a reader of a failure what to edit.

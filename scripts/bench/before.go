@@ -98,11 +98,14 @@ func (b *bench) writeBefore(p func(string, ...any)) {
 	p("\n")
 }
 
-// writeTuning includes the tuning log.
+// writeTuning includes the tuning log and the security costs
+// (scripts/bench/security.md: the -tls-b A/B).
 func (b *bench) writeTuning(p func(string, ...any)) {
-	data, err := os.ReadFile(filepath.Join(b.root, "scripts", "bench", "tuning.md"))
-	if err != nil || len(strings.TrimSpace(string(data))) == 0 {
-		return
+	for _, name := range []string{"tuning.md", "security.md"} {
+		data, err := os.ReadFile(filepath.Join(b.root, "scripts", "bench", name))
+		if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+			continue
+		}
+		p("%s\n\n", strings.TrimSpace(string(data)))
 	}
-	p("%s\n\n", strings.TrimSpace(string(data)))
 }

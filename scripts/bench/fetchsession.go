@@ -92,7 +92,7 @@ func (b *bench) runFetchSession() {
 func (b *bench) fetchSessionRun(s *server, topic string, sessions bool, r *Result) error {
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic(topic),
+	prod, err := newKgo(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func (b *bench) fetchSessionRun(s *server, topic string, sessions bool, r *Resul
 	if !sessions {
 		opts = append(opts, kgo.DisableFetchSessions())
 	}
-	cons, err := kgo.NewClient(opts...)
+	cons, err := newKgo(opts...)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ const flushGrace = 30 * time.Second
 
 // kafkaAdmin creates and deletes topics on a Kafka-protocol target.
 func kafkaAdmin(bootstrap string, extra ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.RequestRetries(3)}, extra...)...)
+	cl, err := newKgo(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.RequestRetries(3)}, extra...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -145,7 +145,7 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 		if s.clientOpts != nil {
 			copts = append(append([]kgo.Opt(nil), opts...), s.clientOpts(i)...)
 		}
-		cl, err := kgo.NewClient(copts...)
+		cl, err := newKgo(copts...)
 		if err == nil {
 			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 			err = cl.ProduceSync(wctx, &kgo.Record{Value: pool[i%poolSize]}).FirstErr()
@@ -256,7 +256,7 @@ func kafkaProduce(ctx context.Context, s produceSpec, pool [][]byte, m *meter) (
 // from offset 0, through the warm-up and the measured window; only records
 // that arrive inside the window count.
 func kafkaConsume(ctx context.Context, bootstrap, topic string, records int64, win windowSpec, m *meter) (r Result, err error) {
-	cl, err := kgo.NewClient(
+	cl, err := newKgo(
 		kgo.SeedBrokers(bootstrap),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -329,7 +329,7 @@ func kafkaConsume(ctx context.Context, bootstrap, topic string, records int64, w
 // kafkaLatency produces one record at a time and waits for each ack
 // (acks=all, no linger), after warm-up sends that are not recorded.
 func kafkaLatency(ctx context.Context, bootstrap, topic string, pool [][]byte, records, warmup int, dur time.Duration, m *meter) (r Result, h *hdr.Histogram, err error) {
-	cl, err := kgo.NewClient(
+	cl, err := newKgo(
 		kgo.SeedBrokers(bootstrap),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(0),
@@ -381,7 +381,7 @@ func kafkaConns(ctx context.Context, bootstrap, topic string, pool [][]byte, n, 
 	clients := make([]*kgo.Client, n)
 	defer closeAll(clients, func(cl *kgo.Client) { cl.Close() })
 	took, err := openAll(ctx, dur+flushGrace, clients, func(cctx context.Context, i int) (*kgo.Client, error) {
-		cl, err := kgo.NewClient(
+		cl, err := newKgo(
 			kgo.SeedBrokers(bootstrap),
 			kgo.DefaultProduceTopic(topic),
 			kgo.ProducerLinger(5*time.Millisecond),
@@ -542,7 +542,7 @@ func apiVersionsConn(ctx context.Context, addr string, f *kmsg.RequestFormatter,
 // kafkaFill produces n records of the payload pool to topic (one franz-go
 // producer, acks=1, linger 5 ms) and waits for every acknowledgement.
 func kafkaFill(ctx context.Context, bootstrap, topic string, pool [][]byte, n int) error {
-	cl, err := kgo.NewClient(
+	cl, err := newKgo(
 		kgo.SeedBrokers(bootstrap),
 		kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(5*time.Millisecond),

@@ -192,6 +192,8 @@ func benchMain(args []string) int {
 	gnet := fs.Bool("gnet", true, "run the gnet settings sweep on the sidecar")
 	binPath := fs.String("bin", "", "a kafka-iggy binary to run (default: build ./cmd/kafka-iggy within the budget)")
 	envB := fs.String("env-b", "", "comma-separated NAME=VALUE environment variables for the sidecar-b process only (an A/B of a runtime setting such as GOGC=200; -bin-b defaults to -bin then)")
+	tlsB := fs.Bool("tls-b", false, "run the sidecar-b target (from -bin-b, default -bin) with TLS on its Kafka listener and its clients over TLS: the B ÷ A table is the cost of TLS")
+	saslB := fs.Bool("sasl-b", false, "run the sidecar-b target (from -bin-b, default -bin) with SASL SCRAM-SHA-512 and authenticate every connection of its clients (with -tls-b: SASL_SSL): the B ÷ A table is the cost of SASL")
 	binB := fs.String("bin-b", "", "a second kafka-iggy binary for the sidecar-b target: with -targets sidecar,sidecar-b,... every run is an interleaved A/B of the two builds (the report adds a B ÷ A table)")
 	keep := fs.Bool("keep", false, "keep the work directory (logs, Kafka data) and a -smoke report after the run")
 	profDir := fs.String("profile", "", "(default: the run's work directory in a full run, none with -smoke) start the sidecar with admin.pprof and the embedded Iggy server with --pprof-addr and save CPU and allocation profiles of the sidecar's produce, consume and latency runs and of the Iggy server's produce runs (sidecar and direct-go) in this directory")
@@ -289,7 +291,19 @@ func benchMain(args []string) int {
 			b.binB = b.bin
 		}
 	}
-	if b.has(tSidecarB) && b.binB == "" {
+	if *saslB {
+		b.saslB = true
+		if b.binB == "" {
+			b.binB = b.bin
+		}
+	}
+	if *tlsB {
+		b.tlsB = true
+		if b.binB == "" {
+			b.binB = b.bin
+		}
+	}
+	if b.has(tSidecarB) && b.binB == "" && !b.tlsB && !b.saslB {
 		fmt.Fprintln(os.Stderr, "bench: the sidecar-b target needs -bin-b")
 		return 2
 	}
@@ -394,6 +408,8 @@ type bench struct {
 	bin      string   // kafka-iggy
 	binB     string   // -bin-b: the sidecar-b target's kafka-iggy
 	envB     []string // -env-b: extra environment of the sidecar-b process
+	tlsB     bool     // -tls-b: sidecar-b serves TLS (tls.go)
+	saslB    bool     // -sasl-b: sidecar-b authenticates with SCRAM (tls.go)
 	self     string   // this binary
 	rustBin  string
 	profDir  string // -profile: where the sidecar's profiles go

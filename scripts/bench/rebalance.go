@@ -12,7 +12,7 @@ package main
 // (cooperative-sticky first), session timeout plan.RebalSession, heartbeat
 // interval plan.RebalHeartbeat, each polling its own loop.
 //
-// Each event is timed from the call that causes it (kgo.NewClient of the
+// Each event is timed from the call that causes it (newKgo of the
 // joining member, Close of the leaving one, SIGKILL of the owner) to the
 // first DescribeGroups answer, polled every rebalancePoll, that shows the
 // group Stable with exactly the expected members (by member id) and every
@@ -86,7 +86,7 @@ func startMember(ctx context.Context, seed, group, topic string, session, heartb
 	} else {
 		opts = append(opts, kgo.SessionTimeout(session), kgo.HeartbeatInterval(heartbeat))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newKgo(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -128,8 +129,26 @@ func (b *bench) startServeFrom(bin, name string, settings map[string]string) (*s
 	for _, k := range keys {
 		env = append(env, envName(k)+"="+all[k])
 	}
+	var clientTLS *tls.Config
 	if name == tSidecarB {
 		env = append(env, b.envB...)
+		if b.tlsB {
+			tenv, tc, err := benchTLS(b.work)
+			if err != nil {
+				return nil, err
+			}
+			env, clientTLS = append(env, tenv...), tc
+		}
+		if b.saslB {
+			senv, m, err := benchSASL(bin, b.work)
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, senv...)
+			tlsMu.Lock()
+			saslAddrs[addr] = m
+			tlsMu.Unlock()
+		}
 	}
 	cmd.Env = env
 	b.seq++
@@ -142,6 +161,11 @@ func (b *bench) startServeFrom(bin, name string, settings map[string]string) (*s
 	if err := waitTCP(ctx, addr, p); err != nil {
 		p.stop(2 * time.Second)
 		return nil, fmt.Errorf("%w: %s", err, strings.ReplaceAll(tail(p.Log, 400), "\n", " | "))
+	}
+	if clientTLS != nil {
+		tlsMu.Lock()
+		tlsAddrs[addr] = clientTLS
+		tlsMu.Unlock()
 	}
 	s := &server{name: name, addr: addr, port: kport, proc: p, pid: p.PID(), iggyPath: true,
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", aport), settings: settings}

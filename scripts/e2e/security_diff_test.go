@@ -1,234 +1,361 @@
+//go:build cgo
+
 package e2e
 
 import (
-	"crypto/pbkdf2"
-	"crypto/sha256"
-	"crypto/sha512"
+	"bufio"
+	"context"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 )
 
-// TestSecurityAPIsDifferential: the SCRAM credential APIs
-// (DescribeUserScramCredentials, AlterUserScramCredentials) and the ACL
-// APIs (DescribeAcls, CreateAcls, DeleteAcls), raw, against Kafka without
-// an authorizer and the sidecar without SASL (issue 27).
-func TestSecurityAPIsDifferential(t *testing.T) {
-	kafkaDiff(t, securityAPIsScenario, securityAPIsWant, nil)
+// secureTarget is one broker (the sidecar or Kafka) serving SASL_SSL with
+// PLAIN and SSL with required client certificates.
+type secureTarget struct {
+	name          string
+	saslSSL, mtls string // bootstrap addresses
 }
 
-// securityAPIsWant is what Kafka 4.4 answers in securityAPIsScenario.
-var securityAPIsWant = map[string]map[string]string{
-	"describe scram of an unknown user":            {"error": "0 NONE", "message": "\"\"", "user ALICE": "91 RESOURCE_NOT_FOUND \"Attempt to describe a user credential that does not exist: ALICE\"", "results": "1"},
-	"upsert two users":                             {"results": "2", "user ALICE": "0 NONE null", "user BOB": "0 NONE null"},
-	"describe scram of every user":                 {"error": "0 NONE", "message": "\"\"", "user ALICE": "0 NONE \"\" 2/8192", "user BOB": "0 NONE \"\" 1/4096", "results": "2"},
-	"describe scram of one user":                   {"error": "0 NONE", "message": "\"\"", "user ALICE": "0 NONE \"\" 2/8192", "results": "1"},
-	"describe scram of a user named twice":         {"error": "0 NONE", "message": "\"\"", "user ALICE": "92 DUPLICATE_RESOURCE \"Cannot describe SCRAM credentials for the same user twice in a single request: ALICE\"", "user BOB": "0 NONE \"\" 1/4096", "results": "2"},
-	"upsert a second mechanism":                    {"results": "1", "user ALICE": "0 NONE null"},
-	"describe scram of a user with two mechanisms": {"error": "0 NONE", "message": "\"\"", "user ALICE": "0 NONE \"\" 1/4096,2/8192", "results": "1"},
-	"upsert too few iterations":                    {"results": "1", "user BOB": "93 UNACCEPTABLE_CREDENTIAL \"Too few iterations\""},
-	"upsert too many iterations":                   {"results": "1", "user BOB": "93 UNACCEPTABLE_CREDENTIAL \"Too many iterations\""},
-	"upsert an unknown mechanism":                  {"results": "1", "user BOB": "33 UNSUPPORTED_SASL_MECHANISM \"Unknown SCRAM mechanism\""},
-	"delete a missing credential":                  {"results": "1", "user BOB": "91 RESOURCE_NOT_FOUND \"Attempt to delete a user credential that does not exist\""},
-	"delete and upsert one user":                   {"results": "1", "user ALICE": "92 DUPLICATE_RESOURCE \"A user credential cannot be altered twice in the same request\""},
-	"upsert one user twice":                        {"results": "1", "user BOB": "92 DUPLICATE_RESOURCE \"A user credential cannot be altered twice in the same request\""},
-	"delete two mechanisms of one user":            {"results": "1", "user ALICE": "92 DUPLICATE_RESOURCE \"A user credential cannot be altered twice in the same request\""},
-	"delete a credential":                          {"results": "1", "user BOB": "0 NONE null"},
-	"describe scram after deletions":               {"error": "0 NONE", "message": "\"\"", "user ALICE": "0 NONE \"\" 1/4096,2/8192", "user BOB": "91 RESOURCE_NOT_FOUND \"Attempt to describe a user credential that does not exist: BOB\"", "results": "2"},
-	"upsert an empty user name":                    {"results": "1", "user ": "93 UNACCEPTABLE_CREDENTIAL \"Username must not be empty\""},
-	"describe acls":                                {"error": "54 SECURITY_DISABLED", "message": "\"No Authorizer is configured on the broker\"", "resources": "0"},
-	"create acls":                                  {"results": "1", "result 0": "54 SECURITY_DISABLED \"No Authorizer is configured.\""},
-	"delete acls":                                  {"results": "1", "result 0": "54 SECURITY_DISABLED \"No Authorizer is configured.\" matching=0"},
+// secureClient is one client's view of a scenario.
+type secureClient struct {
+	name string
+	// run produces one record to topic over the given settings and
+	// returns the outcome class: ok, sasl_failed or refused.
+	run func(t *testing.T, addr, topic string, s secureSettings) string
 }
 
-func securityAPIsScenario(t *testing.T, tg Target) *transcript {
-	t.Helper()
-	tr := &transcript{}
-	cl := newKgo(t, tg)
-	ctx := testCtx(t, 60*time.Second)
-	alice, bob := uniqueTopic("alice"), uniqueTopic("bob")
-	names := strings.NewReplacer(alice, "ALICE", bob, "BOB")
-	msg := func(s *string) string {
-		if s == nil {
-			return "null"
-		}
-		return fmt.Sprintf("%q", names.Replace(*s))
-	}
-	request := func(name string, req kmsg.Request) kmsg.Response {
-		resp, err := cl.Request(ctx, req)
-		if err != nil {
-			tr.add(name, "error", "client error: "+err.Error())
-			return nil
-		}
-		return resp
-	}
-	describe := func(name string, users ...string) {
-		req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
-		if users != nil {
-			req.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{}
-		}
-		for _, u := range users {
-			ru := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
-			ru.Name = u
-			req.Users = append(req.Users, ru)
-		}
-		resp, ok := request(name, req).(*kmsg.DescribeUserSCRAMCredentialsResponse)
-		if !ok {
-			return
-		}
-		kv := []string{"error", errStr(resp.ErrorCode), "message", msg(resp.ErrorMessage)}
-		n := 0
-		for _, r := range resp.Results {
-			if r.User != alice && r.User != bob {
-				continue // users of other tests on a shared broker
-			}
-			n++
-			infos := []string{}
-			for _, ci := range r.CredentialInfos {
-				infos = append(infos, fmt.Sprintf("%d/%d", ci.Mechanism, ci.Iterations))
-			}
-			slices.Sort(infos) // Kafka lists a user's mechanisms in no set order
-			kv = append(kv, "user "+names.Replace(r.User), strings.TrimSpace(errStr(r.ErrorCode)+" "+msg(r.ErrorMessage)+" "+strings.Join(infos, ",")))
-		}
-		kv = append(kv, "results", fmt.Sprint(n))
-		tr.add(name, kv...)
-	}
-	type del struct {
-		user string
-		mech int8
-	}
-	type ups struct {
-		user  string
-		mech  int8
-		iters int32
-	}
-	alter := func(name string, dels []del, upss []ups) {
-		req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
-		for _, d := range dels {
-			rd := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
-			rd.Name, rd.Mechanism = d.user, d.mech
-			req.Deletions = append(req.Deletions, rd)
-		}
-		for _, u := range upss {
-			ru := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
-			ru.Name, ru.Mechanism, ru.Iterations = u.user, u.mech, u.iters
-			ru.Salt = []byte("0123456789abcdef")
-			if u.mech == 2 {
-				ru.SaltedPassword, _ = pbkdf2.Key(sha512.New, "pw-"+u.user, ru.Salt, 4096, 64)
-			} else {
-				ru.SaltedPassword, _ = pbkdf2.Key(sha256.New, "pw-"+u.user, ru.Salt, 4096, 32)
-			}
-			req.Upsertions = append(req.Upsertions, ru)
-		}
-		resp, ok := request(name, req).(*kmsg.AlterUserSCRAMCredentialsResponse)
-		if !ok {
-			return
-		}
-		kv := []string{"results", fmt.Sprint(len(resp.Results))}
-		for _, r := range resp.Results {
-			kv = append(kv, "user "+names.Replace(r.User), errStr(r.ErrorCode)+" "+msg(r.ErrorMessage))
-		}
-		tr.add(name, kv...)
-	}
-
-	describe("describe scram of an unknown user", alice)
-	alter("upsert two users", nil, []ups{{alice, 2, 8192}, {bob, 1, 4096}})
-	describe("describe scram of every user")
-	describe("describe scram of one user", alice)
-	describe("describe scram of a user named twice", alice, bob, alice)
-	alter("upsert a second mechanism", nil, []ups{{alice, 1, 4096}})
-	describe("describe scram of a user with two mechanisms", alice)
-	alter("upsert too few iterations", nil, []ups{{bob, 2, 1000}})
-	alter("upsert too many iterations", nil, []ups{{bob, 2, 20000}})
-	alter("upsert an unknown mechanism", nil, []ups{{bob, 3, 4096}})
-	alter("delete a missing credential", []del{{bob, 2}}, nil)
-	alter("delete and upsert one user", []del{{alice, 2}}, []ups{{alice, 2, 4096}})
-	alter("upsert one user twice", nil, []ups{{bob, 2, 4096}, {bob, 2, 8192}})
-	alter("delete two mechanisms of one user", []del{{alice, 2}, {alice, 1}}, nil)
-	alter("delete a credential", []del{{bob, 1}}, nil)
-	describe("describe scram after deletions", alice, bob)
-	alter("upsert an empty user name", nil, []ups{{"", 2, 4096}})
-
-	// ACLs.
-	dreq := kmsg.NewPtrDescribeACLsRequest()
-	dreq.ResourceType, dreq.ResourcePatternType, dreq.Operation, dreq.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	if resp, ok := request("describe acls", dreq).(*kmsg.DescribeACLsResponse); ok {
-		tr.add("describe acls", "error", errStr(resp.ErrorCode), "message", msg(resp.ErrorMessage), "resources", fmt.Sprint(len(resp.Resources)))
-	}
-	creq := kmsg.NewPtrCreateACLsRequest()
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, "orders", kmsg.ACLResourcePatternTypeLiteral
-	c.Principal, c.Host, c.Operation, c.PermissionType = "User:"+alice, "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
-	creq.Creations = append(creq.Creations, c)
-	if resp, ok := request("create acls", creq).(*kmsg.CreateACLsResponse); ok {
-		kv := []string{"results", fmt.Sprint(len(resp.Results))}
-		for i, r := range resp.Results {
-			kv = append(kv, fmt.Sprintf("result %d", i), errStr(r.ErrorCode)+" "+msg(r.ErrorMessage))
-		}
-		tr.add("create acls", kv...)
-	}
-	xreq := kmsg.NewPtrDeleteACLsRequest()
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	xreq.Filters = append(xreq.Filters, f)
-	if resp, ok := request("delete acls", xreq).(*kmsg.DeleteACLsResponse); ok {
-		kv := []string{"results", fmt.Sprint(len(resp.Results))}
-		for i, r := range resp.Results {
-			kv = append(kv, fmt.Sprintf("result %d", i), errStr(r.ErrorCode)+" "+msg(r.ErrorMessage)+fmt.Sprintf(" matching=%d", len(r.MatchingACLs)))
-		}
-		tr.add("delete acls", kv...)
-	}
-	return tr
+// secureSettings is what a client is configured with.
+type secureSettings struct {
+	protocol   string // SSL, SASL_SSL, PLAINTEXT
+	mech       string // SASL mechanism: PLAIN ("") or SCRAM-SHA-512
+	user, pass string // SASL credentials
+	cert       *tlstest.Issued
+	pki        *tlstest.PKI
 }
 
-// TestScramConfigsTool: kafka-configs --entity-type users adds, describes
-// and deletes a SCRAM credential, and prints the same on Kafka and the
-// sidecar.
-func TestScramConfigsTool(t *testing.T) {
-	version := kafka4Version()
-	kafkaToolsReady(version)(t)
-	outs := map[string][]string{}
-	for _, tg := range targets(t) {
-		if tg.Reference {
-			continue
-		}
-		t.Run(tg.Name, func(t *testing.T) {
-			user := uniqueTopic("dave")
-			tool := func(args ...string) string {
-				out := runKafkaTool(t, version, 90*time.Second, "configs", append([]string{"--bootstrap-server", tg.Bootstrap, "--entity-type", "users"}, args...)...)
-				out = strings.TrimSpace(strings.ReplaceAll(out, user, "USER"))
-				// Kafka lists a user's mechanisms in no set order.
-				if head, list, ok := strings.Cut(out, " are "); ok {
-					mechs := strings.Split(list, ", ")
-					slices.Sort(mechs)
-					out = head + " are " + strings.Join(mechs, ", ")
+// TestSecurityDifferential: the same TLS and SASL_SSL scenarios against
+// the sidecar and, with KAFKA_IGGY_E2E_KAFKA set, Apache Kafka configured
+// the same way (a SASL_SSL listener with PLAIN, an SSL listener with
+// ssl.client.auth=required and ssl.principal.mapping.rules, one CA the test
+// makes; SCRAM-SHA-512 credentials stored as each keeps them: the sidecar's
+// file from `kafka-iggy scram`, Kafka's from kafka-storage --add-scram): franz-go, confluent-kafka-go and confluent-kafka (Python; both
+// librdkafka) get the same outcome class from both. One subtest per target.
+func TestSecurityDifferential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts brokers")
+	}
+	dir := t.TempDir()
+	pki := tlstest.New(t, dir)
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	app := pki.Issue("app", pkix.Name{CommonName: "orders", OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	const rules = `RULE:^CN=([^,]*),OU=ServiceUsers.*$/$1/`
+
+	targets := []secureTarget{startSecureSidecars(t, srv, pki, rules)}
+	// Kafka is wanted when the suite has a Kafka target (its own, or the
+	// compat run's shared broker): the TLS listeners need a broker of
+	// their own, configured here.
+	if want := os.Getenv("KAFKA_IGGY_E2E_KAFKA"); (want != "" && want != "0") || os.Getenv("KAFKA_IGGY_E2E_KAFKA_BOOTSTRAP") != "" {
+		targets = append(targets, startSecureKafka(t, dir, srv, pki, rules))
+	}
+	clients := []secureClient{{"franz-go", franzSecure}, {"confluent", confluentSecure}, {"confluent-kafka-python", pythonSecure}}
+	scenarios := []struct {
+		name string
+		sasl bool // the SASL_SSL listener, else the SSL one
+		s    secureSettings
+		want string
+	}{
+		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok"},
+		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok"},
+		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed"},
+		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed"},
+		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused"},
+		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok"},
+		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused"},
+	}
+	// One subtest per target (the compatibility report's cells).
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			for _, sc := range scenarios {
+				for _, cl := range clients {
+					addr := tg.mtls
+					if sc.sasl {
+						addr = tg.saslSSL
+					}
+					s := sc.s
+					s.pki = pki
+					topic := "sec-" + strings.ToLower(strings.NewReplacer(" ", "-", "_", "-").Replace(sc.name)) + "-" + cl.name
+					got := cl.run(t, addr, topic, s)
+					t.Logf("%-34s %-9s %s", sc.name, cl.name, got)
+					if got != sc.want {
+						t.Errorf("%s, %s: %s, want %s", sc.name, cl.name, got, sc.want)
+					}
 				}
-				return out
 			}
-			steps := []string{
-				// (one mechanism per request: Kafka refuses a user altered twice in one)
-				tool("--entity-name", user, "--alter", "--add-config", "SCRAM-SHA-512=[password=dave-secret]"),
-				tool("--entity-name", user, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=dave-secret]"),
-				tool("--entity-name", user, "--describe"),
-				tool("--entity-name", user, "--alter", "--delete-config", "SCRAM-SHA-256"),
-				tool("--entity-name", user, "--describe"),
-			}
-			t.Logf("%s:\n%s", tg.Name, strings.Join(steps, "\n"))
-			if !strings.Contains(steps[2], "SCRAM-SHA-512=iterations=4096") || !strings.Contains(steps[2], "SCRAM-SHA-256=iterations=8192") {
-				t.Errorf("%s: describe after the alter: %q", tg.Name, steps[2])
-			}
-			outs[tg.Name] = steps
 		})
 	}
-	if k, ok := outs["kafka"]; ok {
-		for name, o := range outs {
-			if name != "kafka" && !slices.Equal(o, k) {
-				t.Errorf("kafka-configs printed on %s:\n%s\non Kafka:\n%s", name, strings.Join(o, "\n"), strings.Join(k, "\n"))
+}
+
+// franzSecure produces one record with franz-go.
+func franzSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.RequestRetries(0), kgo.RecordRetries(1), kgo.RecordDeliveryTimeout(8 * time.Second),
+		kgo.DisableIdempotentWrite()} // no InitProducerId: a fresh Kafka answers it COORDINATOR_LOAD_IN_PROGRESS for a while
+	if s.protocol != "PLAINTEXT" {
+		opts = append(opts, kgo.DialTLSConfig(s.pki.ClientTLS(s.cert)))
+	}
+	switch {
+	case s.mech == "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
+	case s.user != "":
+		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("secure")}).FirstErr()
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return "sasl_failed"
+	}
+	t.Logf("franz-go: %v", err)
+	return "refused"
+}
+
+// confluentSecure produces one record with confluent-kafka-go.
+func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	cfg := &kafka.ConfigMap{"bootstrap.servers": addr, "security.protocol": s.protocol, "message.timeout.ms": 8000,
+		"socket.timeout.ms": 5000, "reconnect.backoff.max.ms": 1000}
+	if s.protocol != "PLAINTEXT" {
+		_ = cfg.SetKey("ssl.ca.location", s.pki.CAFile)
+	}
+	if s.cert != nil {
+		_ = cfg.SetKey("ssl.certificate.location", s.cert.CertFile)
+		_ = cfg.SetKey("ssl.key.location", s.cert.KeyFile)
+	}
+	if s.user != "" {
+		_ = cfg.SetKey("sasl.mechanism", mechOf(s))
+		_ = cfg.SetKey("sasl.username", s.user)
+		_ = cfg.SetKey("sasl.password", s.pass)
+	}
+	p, err := kafka.NewProducer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dr := make(chan kafka.Event, 1)
+	if err := p.Produce(&kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny}, Value: []byte("secure")}, dr); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev := <-dr:
+			if m := ev.(*kafka.Message); m.TopicPartition.Error != nil {
+				t.Logf("confluent: %v", m.TopicPartition.Error)
+				return "refused"
 			}
+			return "ok"
+		case ev := <-p.Events():
+			if e, ok := ev.(kafka.Error); ok {
+				if e.Code() == kafka.ErrAuthentication && strings.Contains(e.String(), "SASL") {
+					return "sasl_failed"
+				}
+				if e.Code() == kafka.ErrAllBrokersDown || e.Code() == kafka.ErrAuthentication || e.Code() == kafka.ErrSsl {
+					t.Logf("confluent: %v", e)
+					return "refused"
+				}
+			}
+		case <-deadline:
+			return "timeout"
 		}
 	}
+}
+
+// mechOf is the SASL mechanism of s.
+func mechOf(s secureSettings) string {
+	if s.mech == "" {
+		return "PLAIN"
+	}
+	return s.mech
+}
+
+// pythonSecure produces one record with confluent-kafka (Python).
+func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
+	pythonReady(t)
+	conf := map[string]any{"bootstrap.servers": addr, "security.protocol": s.protocol}
+	if s.protocol != "PLAINTEXT" {
+		conf["ssl.ca.location"] = s.pki.CAFile
+	}
+	if s.cert != nil {
+		conf["ssl.certificate.location"], conf["ssl.key.location"] = s.cert.CertFile, s.cert.KeyFile
+	}
+	if s.user != "" {
+		conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"] = mechOf(s), s.user, s.pass
+	}
+	raw, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runTool(t, 60*time.Second, nil, filepath.Join(pythonVenv(), "bin", "python"),
+		filepath.Join("python", "secure_produce.py"), string(raw), topic)
+	if err != nil {
+		t.Fatalf("secure_produce.py: %v\n%s", err, stderr)
+	}
+	if len(stderr) > 0 {
+		t.Logf("confluent-kafka-python: %s", strings.TrimSpace(string(stderr)))
+	}
+	return strings.TrimSpace(string(stdout))
+}
+
+// startSecureSidecars runs two sidecars: SASL_SSL with a static PLAIN user,
+// and SSL with required client certificates.
+func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kafka-iggy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
+	}
+	scramCmd := exec.Command(bin, "scram", "--user", "carol", "--mechanism", "SCRAM-SHA-512")
+	scramCmd.Stdin = strings.NewReader("carol-secret-pw\n")
+	line, err := scramCmd.Output()
+	if err != nil {
+		t.Fatalf("kafka-iggy scram: %v", err)
+	}
+	scramFile := filepath.Join(t.TempDir(), "scram")
+	if err := os.WriteFile(scramFile, line, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsEnv := []string{"KAFKA_IGGY_TLS__ENABLED=true", "KAFKA_IGGY_TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE=" + srv.KeyFile}
+	sasl := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
+		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)...)
+	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile,
+		"KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES="+rules)...)
+	return secureTarget{name: "sidecar", saslSSL: sasl, mtls: mtls}
+}
+
+// runSidecarProc runs `kafka-iggy serve` with env on loopback ports and
+// returns its Kafka address; the process ends with the test.
+func runSidecarProc(t *testing.T, bin string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "serve")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KAFKA_IGGY_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, "KAFKA_IGGY_LISTENER__ADDRESS=127.0.0.1:0", "KAFKA_IGGY_ADMIN__ENABLED=false",
+		"KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_LOG__FORMAT=json"), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	var log strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Message string `json:"message"`
+				Kafka   string `json:"kafka_address"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && strings.Contains(line.Message, "ready for Kafka clients") {
+				addr <- line.Kafka
+			} else if log.Len() < 64<<10 {
+				log.Write(sc.Bytes())
+				log.WriteByte('\n')
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		close(addr)
+	}()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			t.Fatalf("kafka-iggy serve exited before it was ready")
+		}
+		return a
+	case <-time.After(60 * time.Second):
+		t.Fatal("kafka-iggy serve not ready within 60s")
+	}
+	return ""
+}
+
+// startSecureKafka starts Apache Kafka with a SASL_SSL listener (PLAIN,
+// user alice) and an SSL listener requiring client certificates, both with
+// srv's certificate and pki's CA.
+func startSecureKafka(t *testing.T, dir string, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
+	t.Helper()
+	props := filepath.Join(dir, "secure.properties")
+	conf := fmt.Sprintf(`ssl.keystore.type=PEM
+ssl.keystore.location=%s
+ssl.truststore.type=PEM
+ssl.truststore.location=%s
+ssl.principal.mapping.rules=%s
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret-pw";
+`, srv.Bundle(t), pki.CAFile, rules)
+	if err := os.WriteFile(props, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KAFKA_IGGY_BROKER_LISTENERS", "SASL_SSL SSL")
+	t.Setenv("KAFKA_IGGY_BROKER_PROPS", props)
+	t.Setenv("KAFKA_IGGY_BROKER_SCRAM", "SCRAM-SHA-512=[name=carol,password=carol-secret-pw]")
+	v := os.Getenv("KAFKA_IGGY_E2E_KAFKA")
+	if v == "1" || v == "0" {
+		v = ""
+	}
+	b, err := StartKafkaBroker(v, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	read := func(name string) string {
+		a, err := os.ReadFile(filepath.Join(b.Dir, "listener."+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(a))
+	}
+	return secureTarget{name: "kafka", saslSSL: read("SASL_SSL"), mtls: read("SSL")}
 }

@@ -14,6 +14,13 @@
 # DIR/version. Stop it with scripts/kafka/stop.sh DIR.
 # Environment: KAFKA_VERSION, KAFKA_IGGY_CACHE, KAFKA_IGGY_JVM_OPTS as for
 # run.sh; KAFKA_IGGY_START_TIMEOUT (seconds, default 90).
+# KAFKA_IGGY_BROKER_LISTENERS: extra listeners, space-separated security
+# protocols (SSL, SASL_SSL, SASL_PLAINTEXT), each named as its protocol on a
+# port of its own, written to DIR/listener.NAME (host:port);
+# KAFKA_IGGY_BROKER_PROPS: a file of properties appended to
+# server.properties (their TLS and SASL settings); KAFKA_IGGY_BROKER_SCRAM:
+# a SCRAM credential stored at format time (kafka-storage --add-scram, e.g.
+# 'SCRAM-SHA-512=[name=carol,password=secret]').
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=versions.sh
@@ -36,9 +43,10 @@ rm -rf "$dir/data" "$dir/pid" "$dir/bootstrap"
 # Two free loopback ports (broker, controller) and a cluster id: 16 random
 # bytes as URL-safe base64 without padding, not starting with '-' (Kafka's
 # own rule for the ids it generates).
-read -r bport cport cluster_id < <(python3 - <<'PY'
-import base64, os, socket
-socks = [socket.socket() for _ in range(2)]
+extra=(${KAFKA_IGGY_BROKER_LISTENERS:-})
+read -r bport cport cluster_id eports < <(python3 - "${#extra[@]}" <<'PY'
+import base64, os, socket, sys
+socks = [socket.socket() for _ in range(2 + int(sys.argv[1]))]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 ports = [s.getsockname()[1] for s in socks]
@@ -48,20 +56,27 @@ while True:
     cid = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
     if not cid.startswith("-"):
         break
-print(ports[0], ports[1], cid)
+print(ports[0], ports[1], cid, ",".join(map(str, ports[2:])))
 PY
 )
+IFS=, read -r -a eport <<<"$eports"
+listeners="PLAINTEXT://127.0.0.1:$bport"
+protomap="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+for i in "${!extra[@]}"; do
+    listeners="$listeners,${extra[$i]}://127.0.0.1:${eport[$i]}"
+    protomap="$protomap,${extra[$i]}:${extra[$i]}"
+done
 
 cat >"$dir/server.properties" <<EOF
 # Written by scripts/kafka/start.sh: single-node KRaft, loopback only.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+listeners=$listeners,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protomap
 log.dirs=$dir/data
 num.network.threads=2
 num.io.threads=4
@@ -83,8 +98,19 @@ log.retention.check.interval.ms=86400000
 log.initial.task.delay.ms=86400000
 EOF
 
+if [[ -n "${KAFKA_IGGY_BROKER_PROPS:-}" ]]; then
+    cat "$KAFKA_IGGY_BROKER_PROPS" >>"$dir/server.properties"
+fi
+for i in "${!extra[@]}"; do
+    echo "127.0.0.1:${eport[$i]}" >"$dir/listener.${extra[$i]}"
+done
+
 start=$(date +%s%N)
-if ! "$here/run.sh" storage format -t "$cluster_id" -c "$dir/server.properties" >"$dir/format.log" 2>&1; then
+format_extra=()
+if [[ -n "${KAFKA_IGGY_BROKER_SCRAM:-}" ]]; then
+    format_extra=(--add-scram "$KAFKA_IGGY_BROKER_SCRAM")
+fi
+if ! "$here/run.sh" storage format -t "$cluster_id" -c "$dir/server.properties" "${format_extra[@]}" >"$dir/format.log" 2>&1; then
     echo "kafka/start: formatting the storage dir failed (Kafka $version):" >&2
     cat "$dir/format.log" >&2
     exit 1

@@ -1,10 +1,12 @@
 // KafkaSasl: one SASL_PLAINTEXT round trip with kafka-clients, for
-// cmd/kafka-iggy's sasl_java_test.go.
+// cmd/kafka-iggy's sasl_java_test.go and tls_java_test.go.
 //
-//   java KafkaSasl BOOTSTRAP MECHANISM USER PASSWORD TOPIC
+//   java KafkaSasl BOOTSTRAP MECHANISM USER PASSWORD TOPIC [KEY=VALUE...]
 //
 // For OAUTHBEARER, PASSWORD is the JWT (handed to the client by
-// TokenHandler) and USER its principal.
+// TokenHandler) and USER its principal. MECHANISM NONE configures no SASL.
+// KEY=VALUE pairs are client properties set last (security.protocol=SSL,
+// ssl.truststore.type=PEM, ...).
 //
 // Produces one record (acks=all) and consumes it back (assign,
 // seekToBeginning). Prints "OK" when the record came back, or
@@ -72,8 +74,14 @@ public class KafkaSasl {
         Properties common = new Properties();
         common.put("bootstrap.servers", bootstrap);
         common.put("security.protocol", "SASL_PLAINTEXT");
-        common.put("sasl.mechanism", mech);
-        if (mech.equals("OAUTHBEARER")) {
+        if (mech.equals("NONE")) {
+            common.put("security.protocol", "PLAINTEXT");
+        } else {
+            common.put("sasl.mechanism", mech);
+        }
+        if (mech.equals("NONE")) {
+            // no SASL
+        } else if (mech.equals("OAUTHBEARER")) {
             common.put("sasl.login.callback.handler.class", TokenHandler.class.getName());
             common.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required token=\""
                     + pass + "\" principal=\"" + user + "\";");
@@ -82,6 +90,10 @@ public class KafkaSasl {
                     ? "org.apache.kafka.common.security.plain.PlainLoginModule"
                     : "org.apache.kafka.common.security.scram.ScramLoginModule";
             common.put("sasl.jaas.config", module + " required username=\"" + user + "\" password=\"" + pass + "\";");
+        }
+        for (int i = 5; i < args.length; i++) {
+            int eq = args[i].indexOf('=');
+            common.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
         String value = "java-sasl-" + topic;
         try {
