@@ -284,4 +284,3 @@ func TestTxnProduceRules(t *testing.T) {
 		t.Errorf("iggy holds %+v", got)
 	}
 }
-
