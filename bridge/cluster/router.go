@@ -32,6 +32,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 )
 
 // Options build a Router.
@@ -55,6 +56,7 @@ type Router struct {
 	log    zerolog.Logger
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
+	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
 	own    *ownership
 	secret []byte
 	ln     net.Listener

@@ -127,6 +127,10 @@ func New(cfg Config, d Deps, log zerolog.Logger) *Coordinator {
 	return &Coordinator{cfg: cfg, deps: d, log: log, now: time.Now, txns: map[string]*Txn{}, locks: map[string]*idLock{}}
 }
 
+// SetLog names the decision log (the cluster router: one per coordination
+// domain); call it before the coordinator is used.
+func (c *Coordinator) SetLog(ref iggy.TopicRef) { c.deps.Log = ref }
+
 // SetOwns restricts the sweep to the ids owns accepts (the cluster router:
 // the ids of the shards this sidecar owns).
 func (c *Coordinator) SetOwns(owns func(id string) bool) {
