@@ -27,7 +27,8 @@ package bridge
 //   - Transactional batches (v3+ with a TransactionalID; bridge/txn's Gate):
 //     admitted only for a partition of the producer's open transaction
 //     (AddPartitionsToTxn answered), with its current epoch, and never while
-//     its EndTxn runs: else INVALID_TXN_STATE (48), INVALID_PRODUCER_EPOCH
+//     its EndTxn runs: else INVALID_TXN_STATE (48; from v11
+//     TRANSACTION_ABORTABLE (121), as Kafka 4.4), INVALID_PRODUCER_EPOCH
 //     (47, an older epoch), PRODUCER_FENCED (90, a newer one),
 //     INVALID_PRODUCER_ID_MAPPING (49). A producer this sidecar does not
 //     know (after a restart) is looked up from its coordinator. Each record
@@ -204,7 +205,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 					appendTS = time.Now().UnixMilli()
 				}
 				if req.TransactionID != nil { // transactional batches (bridge/txn)
-					d.Txn = b.txns.Check(ctx, req.TransactionID, name, rp.Partition, &release)
+					d.Txn = b.txns.Check(ctx, rq.Version, req.TransactionID, name, rp.Partition, &release)
 				}
 				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget, appendTS)
 				d.Txn = nil

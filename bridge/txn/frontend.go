@@ -214,12 +214,18 @@ func (f *Frontend) List(ctx context.Context, version int16, req *kmsg.ListTransa
 // Check returns the Decoder.Txn check of one Produce partition of
 // transactional id id; the release of an admitted batch goes to *release
 // (call it once the batch is written or refused).
-func (f *Frontend) Check(ctx context.Context, id *string, topic string, partition int32, release *func()) func(int64, int16) (records.TxnMark, int16) {
+//
+// A batch outside the open transaction is INVALID_TXN_STATE up to Produce
+// v10 and TRANSACTION_ABORTABLE (121) from v11, as Kafka 4.4 answers.
+func (f *Frontend) Check(ctx context.Context, version int16, id *string, topic string, partition int32, release *func()) func(int64, int16) (records.TxnMark, int16) {
 	return func(pid int64, epoch int16) (records.TxnMark, int16) {
 		if *release != nil { // one transactional batch per partition (v3+)
 			return records.TxnMark{}, kerr.InvalidRecord.Code
 		}
 		m, r, code := f.Admit(ctx, id, pid, epoch, Partition{topic, partition})
+		if code == kerr.InvalidTxnState.Code && version >= 11 {
+			code = kerr.TransactionAbortable.Code
+		}
 		*release = r
 		return m, code
 	}
