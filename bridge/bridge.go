@@ -12,7 +12,8 @@
 // Bridge, the Table, the request; topics.go: TopicMapping; topicindex.go:
 // the topic-id index; dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
-// defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
+// defaults and the alter loop; errors.go: names for bridge/kafkacode, the
+// Iggy-to-Kafka error table;
 // internaltopics.go, metrics.go. Below the floor, packages that
 // take narrow dependencies, never the Bridge: producer ids and
 // idempotence (bridge/producers), committed offsets
