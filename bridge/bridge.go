@@ -38,6 +38,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
@@ -95,6 +96,7 @@ type Bridge struct {
 	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
 	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
 	pids          *producers.State   // producer ids and idempotence (bridge/producers)
+	txns          *txnread.Tracker   // open and aborted transactions per partition (bridge/txnread)
 	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
@@ -146,6 +148,7 @@ func New(o Options) (*Bridge, error) {
 	pc := o.Config.Producer
 	b.pids = producers.New(producers.Config{InstanceID: pc.InstanceID, MaxTrackedProducers: pc.MaxTrackedProducers, RecoveryTailMessages: pc.RecoveryTailMessages},
 		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
+	b.txns = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
 	}

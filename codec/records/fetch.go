@@ -117,9 +117,10 @@ type BatchWriter struct {
 	// Iggy message id carries (ok false for other ids): a transactional
 	// batch's base sequence is its first record's (else -1).
 	Sequence func(id wire.U128) (int32, bool)
-	// StopBefore, when nonzero, makes AppendBatches stop at the first
-	// message at or past that offset (read_committed: the last stable
-	// offset); BatchStats.Stopped then says so.
+	// Stop makes AppendBatches stop at the first message at or past
+	// StopBefore (read_committed: the last stable offset);
+	// BatchStats.Stopped then says so.
+	Stop       bool
 	StopBefore uint64
 
 	buf        []byte
@@ -341,7 +342,7 @@ func (w *BatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBytes i
 			m = it.Message()
 		}
 		pending = false
-		if w.StopBefore != 0 && m.Offset >= w.StopBefore {
+		if w.Stop && m.Offset >= w.StopBefore {
 			st.Stopped = true
 			break
 		}

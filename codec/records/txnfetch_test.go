@@ -142,7 +142,7 @@ func TestFetchStopBefore(t *testing.T) {
 		tMsg{origin: 1000, payload: []byte("a0"), headers: tTxnData(a, "k")},
 		tMsg{origin: 1000, payload: []byte("a1"), headers: tTxnData(a, "k")},
 		tMsg{origin: 1000, payload: []byte("a2"), headers: tTxnData(a, "k")})
-	w := BatchWriter{StopBefore: 12}
+	w := BatchWriter{Stop: true, StopBefore: 12}
 	out, st := tToKafka(t, &w, batch, math.MaxInt, true)
 	if !st.Stopped || st.Records != 2 || st.NextOffset != 12 {
 		t.Fatalf("stats %+v", st)
