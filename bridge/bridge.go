@@ -38,10 +38,10 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
 	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
-	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
