@@ -456,7 +456,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			rp.AbortedTransactions = nil
 			if r.records {
 				k := txnread.Key{Topic: p.topic, Partition: p.partition}
-				for _, a := range f.b.txns.AbortedIn(nil, k, p.offset, r.upto, r.logStart) {
+				for _, a := range f.b.txnReads.AbortedIn(nil, k, p.offset, r.upto, r.logStart) {
 					rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
 				}
 			}
@@ -556,7 +556,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	if p.committed {
 		// read_committed: nothing at or past the last stable offset
 		// (bridge/txnread, KAFKA-ON-IGGY "Transactions").
-		lso, err := f.b.txns.Stable(ctx, txnread.Key{Topic: p.topic, Partition: p.partition}, p.info.Ref, f.parts.get(partKey{p.topic, p.partition}).avg)
+		lso, err := f.b.txnReads.Stable(ctx, txnread.Key{Topic: p.topic, Partition: p.partition}, p.info.Ref, f.parts.get(partKey{p.topic, p.partition}).avg)
 		if err != nil {
 			r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: transaction scan failed")
 			return dst, r

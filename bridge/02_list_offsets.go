@@ -167,7 +167,7 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp, logStart)
 			if err == nil && rq.Version >= 2 && req.IsolationLevel == 1 && tp.Timestamp != listEarliest && tp.Timestamp != listEarliestLocal && offset >= 0 {
 				var lso int64
-				if lso, err = l.b.txns.Stable(ctx, txnread.Key{Topic: t.Topic, Partition: tp.Partition}, info.Ref, 0); tp.Timestamp == listLatest {
+				if lso, err = l.b.txnReads.Stable(ctx, txnread.Key{Topic: t.Topic, Partition: tp.Partition}, info.Ref, 0); tp.Timestamp == listLatest {
 					offset = min(offset, lso)
 				} else if offset >= lso {
 					offset, ts = -1, -1

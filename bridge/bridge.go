@@ -41,6 +41,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -71,6 +72,11 @@ type Options struct {
 	// Router, as Groups). With Groups set and ConsumerGroups not,
 	// ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.
 	ConsumerGroups func(local *cgroups.Coordinator) cgroups.Service
+	// TxnOffsets, when set, wraps the local store of pending transactional
+	// offsets into the service TxnOffsetCommit and OffsetFetch call
+	// (bridge/cluster's Router forwards to the group's owner). Nil: the
+	// local store serves every group.
+	TxnOffsets func(local *txnoffsets.Pending) txnoffsets.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
@@ -96,7 +102,8 @@ type Bridge struct {
 	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
 	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
 	pids          *producers.State   // producer ids and idempotence (bridge/producers)
-	txns          *txnread.Tracker   // open and aborted transactions per partition (bridge/txnread)
+	txnReads      *txnread.Tracker   // open and aborted transactions per partition (bridge/txnread)
+	txnOffsets    txnoffsets.Service // pending transactional offsets (bridge/txnoffsets)
 	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
@@ -148,7 +155,11 @@ func New(o Options) (*Bridge, error) {
 	pc := o.Config.Producer
 	b.pids = producers.New(producers.Config{InstanceID: pc.InstanceID, MaxTrackedProducers: pc.MaxTrackedProducers, RecoveryTailMessages: pc.RecoveryTailMessages},
 		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
-	b.txns = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
+	b.txnOffsets = txnoffsets.New(o.Budget)
+	if o.TxnOffsets != nil {
+		b.txnOffsets = o.TxnOffsets(b.txnOffsets.(*txnoffsets.Pending))
+	}
+	b.txnReads = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
 	}

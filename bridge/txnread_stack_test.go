@@ -151,6 +151,32 @@ func TestReadCommitted(t *testing.T) {
 		t.Fatalf("read_committed fetch returned up to offset %d, want 7 (nothing at or past the LSO)", last)
 	}
 
+	// DescribeProducers: the three producers, c's transaction open at 8.
+	dreq := kmsg.NewPtrDescribeProducersRequest()
+	for _, tp := range []string{topic, "no-such-topic"} {
+		dt := kmsg.NewDescribeProducersRequestTopic()
+		dt.Topic, dt.Partitions = tp, []int32{0}
+		dreq.Topics = append(dreq.Topics, dt)
+	}
+	dresp := rk.do(dreq, 0).(*kmsg.DescribeProducersResponse)
+	if code := dresp.Topics[1].Partitions[0].ErrorCode; code != 3 {
+		t.Fatalf("describe producers of an unknown topic: %d, want UNKNOWN_TOPIC_OR_PARTITION (3)", code)
+	}
+	dp := dresp.Topics[0].Partitions[0]
+	type prod struct {
+		pid       int64
+		epoch, ce int32
+		txnStart  int64
+	}
+	var gotProds []prod
+	for _, p := range dp.ActiveProducers {
+		gotProds = append(gotProds, prod{p.ProducerID, p.ProducerEpoch, p.CoordinatorEpoch, p.CurrentTxnStartOffset})
+	}
+	wantProds := []prod{{a.ProducerID, 2, 3, -1}, {b.ProducerID, 0, 3, -1}, {c.ProducerID, 5, -1, 8}}
+	if dp.ErrorCode != 0 || !slices.Equal(gotProds, wantProds) {
+		t.Fatalf("describe producers: code %d %+v, want %+v", dp.ErrorCode, gotProds, wantProds)
+	}
+
 	committed := s.kgoClient(t, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
 	offs, vals := consumeValues(t, committed, 4)
