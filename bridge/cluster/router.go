@@ -32,6 +32,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 )
 
 // Options build a Router.
@@ -55,6 +56,7 @@ type Router struct {
 	log    zerolog.Logger
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
+	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
 	own    *ownership
 	secret []byte
 	ln     net.Listener

@@ -54,7 +54,7 @@ var layers = map[string]rule{
 
 	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
 	"bridge/groups":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups"), tests: testKit},
+	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "bridge/txnoffsets"), tests: testKit},
 	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession": {},
