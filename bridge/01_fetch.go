@@ -82,7 +82,9 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -125,7 +127,7 @@ func (b *Bridge) fetchAPI() API {
 	f := &fetcher{b: b, session: fetchsession.New(b.cfg.Fetch.SessionCacheSlots)}
 	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
-	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
+	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip, Sequence: producers.SequenceOf} }
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, FrameCharge: fetchCharge, ErrorCodes: fetchErrorCodes}
 }
 
@@ -163,6 +165,7 @@ type fetchPart struct {
 	end       int
 	lastHW    int64 // incremental session: the high watermark last answered
 	lastLS    int64 // and log start (valid when lastHW >= 0)
+	committed bool  // isolation_level read_committed (v4+)
 }
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
@@ -349,7 +352,7 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 			p := fetchPart{
 				rp: rp, topic: name, info: info, partition: rp.Partition,
 				offset: t.Partitions[j].FetchOffset, maxBytes: int(max(t.Partitions[j].PartitionMaxBytes, 0)),
-				code: code,
+				code: code, committed: rq.Version >= 4 && req.IsolationLevel == 1,
 			}
 			switch {
 			case p.code == 0 && isInternalTopic(name) && info == nil:
@@ -417,7 +420,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			failed = true
 			continue
 		}
-		if p.lastHW >= 0 && p.offset == p.lastHW && ends[p.info] != nil && logEnd(ends[p.info], p.partition) == p.lastHW {
+		if p.lastHW >= 0 && !p.committed && p.offset == p.lastHW && ends[p.info] != nil && logEnd(ends[p.info], p.partition) == p.lastHW {
 			// Incremental session, caught up, log end unmoved: nothing to
 			// read, and the session leaves it out of the answer.
 			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
@@ -448,6 +451,16 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		}
 		rp.ErrorCode = 0
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.hw, r.logStart
+		if p.committed {
+			rp.LastStableOffset = min(r.lso, r.hw)
+			rp.AbortedTransactions = nil
+			if r.records {
+				k := txnread.Key{Topic: p.topic, Partition: p.partition}
+				for _, a := range f.b.txnReads.AbortedIn(nil, k, p.offset, r.upto, r.logStart) {
+					rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
+				}
+			}
+		}
 		if r.records {
 			first = false
 			// Data is flowing: make room for what the partitions after
@@ -515,6 +528,8 @@ type partRead struct {
 	logStart int64
 	records  bool // at least one record (or an all-skipped batch) was appended
 	cut      bool // the byte limit left records of the partition unread
+	lso      int64
+	upto     int64 // offset after the last message read (records true)
 }
 
 // readPartition appends the partition's record batches from p.offset to
@@ -537,6 +552,17 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	w := f.writers.Get().(*records.BatchWriter)
 	defer f.writers.Put(w)
 	w.LogAppendTime = f.b.store.LogAppendTime(ctx, p.info)
+	w.Stop = false
+	if p.committed {
+		// read_committed: nothing at or past the last stable offset
+		// (bridge/txnread, KAFKA-ON-IGGY "Transactions").
+		lso, err := f.b.txnReads.Stable(ctx, txnread.Key{Topic: p.topic, Partition: p.partition}, p.info.Ref, f.parts.get(partKey{p.topic, p.partition}).avg)
+		if err != nil {
+			r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: transaction scan failed")
+			return dst, r
+		}
+		w.Stop, w.StopBefore, r.lso = true, uint64(max(lso, 0)), lso
+	}
 
 	begin := len(dst)
 	next := uint64(p.offset)
@@ -548,6 +574,9 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 	}
 	for poll := 0; poll < fetchMaxPolls; poll++ {
 		count := fetchPollCount(remaining, avg, atLeastOne && !r.records)
+		if w.Stop && next >= w.StopBefore {
+			count = 0 // at the last stable offset: only the offsets
+		}
 		polled, err := f.poll(ctx, ref, p.partition, icodec.PollingKindOffset, next, count)
 		if err != nil {
 			if poll == 0 {
@@ -567,7 +596,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 					r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
 					return dst, r
 				}
-				r.cut = !probed && hw > int64(next)
+				r.cut = !probed && hw > int64(next) && !(w.Stop && next >= w.StopBefore)
 				if probed && p.offset < hw {
 					// Messages may have landed between the server's read
 					// and its current offset (a produce racing the poll):
@@ -616,6 +645,9 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		if stats.Batches > 0 {
 			r.records = true
 		}
+		if stats.Consumed {
+			r.upto = int64(stats.NextOffset)
+		}
 		remaining -= len(dst) - before
 		r.cut = r.cut || stats.Full || (remaining <= 0 && hw > int64(stats.NextOffset))
 		if err != nil {
@@ -623,7 +655,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 				Int32("partition", p.partition).Msg("fetch: iggy messages do not walk")
 			break
 		}
-		if stats.Full || got < count || !stats.Consumed || remaining <= 0 {
+		if stats.Full || stats.Stopped || got < count || !stats.Consumed || remaining <= 0 {
 			break
 		}
 		next = stats.NextOffset

@@ -43,6 +43,8 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -76,6 +78,11 @@ type Options struct {
 	// the service the transaction APIs call (bridge/cluster's Router, as
 	// Groups). Nil: the local coordinator serves every transactional id.
 	Transactions func(local *txn.Coordinator) txn.Service
+	// TxnOffsets, when set, wraps the local store of pending transactional
+	// offsets into the service TxnOffsetCommit and OffsetFetch call
+	// (bridge/cluster's Router forwards to the group's owner). Nil: the
+	// local store serves every group.
+	TxnOffsets func(local *txnoffsets.Pending) txnoffsets.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
@@ -101,6 +108,8 @@ type Bridge struct {
 	store         *topicconfig.Store // topic configs and log start offsets in Iggy (bridge/topicconfig)
 	quotas        *quotas.Store      // client quotas in Iggy (bridge/quotas)
 	pids          *producers.State   // producer ids and idempotence (bridge/producers)
+	txnReads      *txnread.Tracker   // open and aborted transactions per partition (bridge/txnread)
+	txnOffsets    txnoffsets.Service // pending transactional offsets (bridge/txnoffsets)
 	metrics       Metrics            // error codes, groups, fetch waiters (metrics.go)
 	budget        *budget.Budget     // memory budget of fetch buffers (package budget)
 	telem         *telemetry.Store   // client metrics (KIP-714); nil when disabled
@@ -160,6 +169,11 @@ func New(o Options) (*Bridge, error) {
 	if o.Transactions != nil {
 		b.txns.Svc = o.Transactions(b.tcoord)
 	}
+	b.txnOffsets = txnoffsets.New(o.Budget)
+	if o.TxnOffsets != nil {
+		b.txnOffsets = o.TxnOffsets(b.txnOffsets.(*txnoffsets.Pending))
+	}
+	b.txnReads = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
 	}

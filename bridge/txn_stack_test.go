@@ -16,9 +16,9 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
-// txnMsg is one Iggy message of a topic written by transactions: a record
+// iggyTxnMsg is one Iggy message of a topic written by transactions: a record
 // (value) or a marker (ctl 'C'/'A'), with its transaction mark.
-type txnMsg struct {
+type iggyTxnMsg struct {
 	value string
 	ctl   byte
 	mark  records.TxnMark
@@ -27,11 +27,11 @@ type txnMsg struct {
 
 // txnMessages reads an Iggy partition and classifies every message by its
 // kafka.t and kafka.ctl headers.
-func txnMessages(t *testing.T, s *stack, topic string, partition uint32) []txnMsg {
+func txnMessages(t *testing.T, s *stack, topic string, partition uint32) []iggyTxnMsg {
 	t.Helper()
-	var out []txnMsg
+	var out []iggyTxnMsg
 	for _, m := range iggyMessages(t, s.Client, iggy.TopicRef{Stream: "kafka", Topic: topic}, partition) {
-		var tm txnMsg
+		var tm iggyTxnMsg
 		it := icodec.NewHeaderIter(m.Headers)
 		for it.Next() {
 			_, k := it.Key()
@@ -90,7 +90,7 @@ func TestTxnCommitAbortKgo(t *testing.T) {
 	}
 
 	got := txnMessages(t, s, "txa", 0)
-	want := []txnMsg{
+	want := []iggyTxnMsg{
 		{value: "c1", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
 		{value: "c2", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
 		{value: "c3", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},

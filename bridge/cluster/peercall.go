@@ -18,6 +18,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
@@ -52,6 +53,9 @@ type call[P, R any] struct {
 	// tlocal, set instead of local, serves a transaction call with the
 	// local bridge/txn coordinator (tcalls.go).
 	tlocal func(context.Context, *txn.Coordinator, *P) R
+	// olocal, set instead of local, serves a pending-offsets call with the
+	// local bridge/txnoffsets store (ocalls.go).
+	olocal func(context.Context, *txnoffsets.Pending, *P) R
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error
@@ -115,6 +119,9 @@ func (c *call[P, R]) callLocal(ctx context.Context, r *Router, p *P) R {
 	}
 	if c.tlocal != nil {
 		return c.tlocal(ctx, r.tlocal, p)
+	}
+	if c.olocal != nil {
+		return c.olocal(ctx, r.olocal, p)
 	}
 	return c.local(ctx, r.local, p)
 }

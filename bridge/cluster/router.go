@@ -33,6 +33,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 )
 
 // Options build a Router.
@@ -57,6 +58,7 @@ type Router struct {
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
 	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
+	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
 	own    *ownership
 	secret []byte
 	ln     net.Listener

@@ -127,6 +127,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		bopts.Groups = router.Wrap
 		bopts.ConsumerGroups = router.WrapConsumer
 		bopts.Transactions = router.WrapTxn
+		bopts.TxnOffsets = router.WrapTxnOffsets
 	}
 	br, err := bridge.New(bopts)
 	if err != nil {

@@ -229,6 +229,8 @@ type recView struct {
 	key, value         []byte
 	keyNull, valueNull bool
 	headers            []recHeader
+	txn                TxnInfo // the transaction headers (Fetch; issue 25)
+	txnOn              bool    // HeaderTxn present
 }
 
 // recEnvelopeSize returns the encoded size of v's envelope.

@@ -54,7 +54,7 @@ var layers = map[string]rule{
 
 	"bridge/iggy":         {imports: with(iggyCodec, "codec/records", "budget"), tests: testKit},
 	"bridge/groups":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "bridge/txn"), tests: testKit},
+	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "bridge/txn", "bridge/txnoffsets"), tests: testKit},
 	"bridge/txn":          {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/kafkacode":    {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	"bridge/topicids":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
@@ -66,6 +66,8 @@ var layers = map[string]rule{
 	"bridge/cgroups":      {},
 	"bridge/quotas":       {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	"bridge/producers":    {imports: with(iggyCodec, "budget", "bridge/iggy")},
+	"bridge/txnoffsets":   {imports: []string{"budget"}},
+	"bridge/txnread":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth", "internal/panics"}, tests: with(testKit, "proxy")},
