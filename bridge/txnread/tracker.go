@@ -247,6 +247,7 @@ func (t *Tracker) scan(ctx context.Context, k Key, ref iggy.TopicRef, p *part, a
 	}
 	var read uint64
 	for read < t.cfg.MaxScan {
+		count := uint32(min(uint64(count), t.cfg.MaxScan-read))
 		polled, err := t.poll(ctx, ref, k.Partition, icodec.PollingKindOffset, p.next, count)
 		if err != nil {
 			return err
