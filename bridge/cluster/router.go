@@ -32,6 +32,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 )
 
@@ -56,6 +57,7 @@ type Router struct {
 	log    zerolog.Logger
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
+	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
 	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
 	own    *ownership
 	secret []byte
