@@ -13,10 +13,12 @@ package bridge
 //     kafka_iggy_fetch_skipped_messages_total{reason} (fetch_skips.go) and
 //     logged rate-limited.
 //   - Offsets (KAFKA-ON-IGGY §3): high watermark = current_offset + 1 when
-//     the partition holds messages, else 0; last stable offset = high
-//     watermark (no transactions, so both isolation levels read the same);
+//     the partition holds messages, else 0; last stable offset = the high
+//     watermark, or for a partition holding transactions the first offset
+//     of its earliest open one (bridge/txnread; KAFKA-ON-IGGY
+//     "Transactions"), at both isolation levels as Kafka;
 //     log start offset = the first retained offset (a First poll, cached
-//     per partition for fetchLogStartTTL, refreshed early when a poll shows
+//     per partition for 5 s (fetchread), refreshed early when a poll shows
 //     it moved). A fetch offset below the log start or above the high
 //     watermark answers OFFSET_OUT_OF_RANGE (1) with -1 offsets, as Kafka
 //     does, so the client applies auto.offset.reset.
@@ -53,7 +55,12 @@ package bridge
 //     (100). Iggy failures map through kafkaCode (errors.go).
 //   - Leader epochs (CurrentLeaderEpoch, LastFetchedEpoch) are not checked:
 //     every partition has leader epoch 0 and no divergence to report.
-//     PreferredReadReplica is -1, AbortedTransactions empty.
+//     PreferredReadReplica is -1.
+//   - Transactions (KAFKA-ON-IGGY "Transactions"): records carrying
+//     kafka.t come as transactional batches, end markers as control
+//     batches. read_committed (v4+) returns nothing at or past the last
+//     stable offset and lists the aborted transactions overlapping what it
+//     returns (the client filters); read_uncommitted returns everything.
 //
 // Version notes: v0-v3 get message sets, not record batches: v0-v1 magic 0,
 // v2-v3 magic 1 with CreateTime, headers dropped, as Kafka down-converts
@@ -393,7 +400,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			failed = true
 			continue
 		}
-		if p.lastHW >= 0 && !p.committed && p.offset == p.lastHW && ends[p.info] != nil && fetchread.LogEnd(ends[p.info], p.partition) == p.lastHW {
+		if p.lastHW >= 0 && !p.committed && !f.b.txnReads.Tracked(txnread.Key{Topic: p.topic, Partition: p.partition}) && p.offset == p.lastHW && ends[p.info] != nil && fetchread.LogEnd(ends[p.info], p.partition) == p.lastHW {
 			// Incremental session, caught up, log end unmoved: nothing to
 			// read, and the session leaves it out of the answer.
 			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
@@ -424,11 +431,18 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		}
 		rp.ErrorCode = 0
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.HW, r.LogStart
+		k := txnread.Key{Topic: p.topic, Partition: p.partition}
+		if !p.committed && (r.Txn || f.b.txnReads.Tracked(k)) {
+			// Kafka answers the last stable offset at read_uncommitted
+			// too; asked only of partitions that hold transactions.
+			if lso, err := f.b.txnReads.Stable(ctx, k, p.info.Ref, 0); err == nil {
+				rp.LastStableOffset = min(lso, r.HW)
+			}
+		}
 		if p.committed {
 			rp.LastStableOffset = min(r.LSO, r.HW)
 			rp.AbortedTransactions = nil
 			if r.Records {
-				k := txnread.Key{Topic: p.topic, Partition: p.partition}
 				for _, a := range f.b.txnReads.AbortedIn(nil, k, p.offset, r.Upto, r.LogStart) {
 					rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
 				}

@@ -117,6 +117,7 @@ type Result struct {
 	Cut      bool  // the byte limit left records of the partition unread
 	LSO      int64 // Part.StopBefore when Part.Stop
 	Upto     int64 // offset after the last message read (Records true)
+	Txn      bool  // a transactional or control batch was read
 }
 
 // Read appends the partition's record batches from p.Offset to dst within
@@ -219,6 +220,7 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 		if stats.Batches > 0 {
 			r.Records = true
 		}
+		r.Txn = r.Txn || stats.Txn
 		if stats.Consumed {
 			r.Upto = int64(stats.NextOffset)
 		}

@@ -383,6 +383,14 @@ func msTime(m *icodec.Message) int64 {
 	return int64(ts / 1000)
 }
 
+// Tracked reports whether the partition is tracked (a Stable call learned
+// it and it was not forgotten since).
+func (t *Tracker) Tracked(k Key) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.parts[k] != nil
+}
+
 // AbortedIn appends to dst the aborted transactions overlapping [from, to):
 // marker at or past from, first record before to (Kafka's rule for
 // aborted_transactions), dropping ranges wholly below logStart.
