@@ -29,9 +29,12 @@
 // scanned to its end reports the scanned frontier as its last stable offset
 // (safe: nothing unscanned is returned to read_committed readers).
 //
-// Memory: every open transaction, aborted range and producer entry is
-// charged to the process budget (package budget) at a fixed size and bounded
-// per partition (Config.MaxAborted, Config.MaxProducers) and in partitions
+// Memory: every open transaction, aborted range, recent decision and
+// producer entry is charged to the process budget (package budget) at a
+// fixed size; aborted ranges and recent decisions are bounded per partition
+// by Config.MaxAborted, producers by Config.MaxProducers (open transactions
+// are not: each is a transaction its coordinator has not ended, which its
+// timeout bounds), and partitions
 // (Config.MaxPartitions; past it a partition not in use is forgotten and
 // rebuilt from the window on its next use). The oldest aborted ranges go
 // first, and ranges below the partition's log start are dropped.
@@ -253,7 +256,14 @@ func (t *Tracker) scan(ctx context.Context, k Key, ref iggy.TopicRef, p *part, a
 			return err
 		}
 		if polled.Count == 0 {
+			end := polled.CurrentOffset + 1 // the partition's end (an empty one: 0 or 1)
 			polled.Release()
+			if p.next > 1 && end < p.next {
+				// The partition ends below what was scanned: the topic
+				// was deleted and created again. Start afresh.
+				t.reset(p)
+				return t.scan(ctx, k, ref, p, avg)
+			}
 			return nil
 		}
 		it := polled.Messages()
@@ -279,21 +289,29 @@ func (t *Tracker) scan(ctx context.Context, k Key, ref iggy.TopicRef, p *part, a
 	return nil
 }
 
+// reset forgets what p learned.
+func (t *Tracker) reset(p *part) {
+	t.charge(p, -(len(p.open) + len(p.decided) + len(p.aborted) + len(p.producers)))
+	p.started, p.from, p.next = false, 0, 0
+	clear(p.open)
+	clear(p.decided)
+	clear(p.producers)
+	p.aborted = p.aborted[:0]
+}
+
 // learn applies one message to the partition's state.
 func (t *Tracker) learn(p *part, m *icodec.Message) {
 	info, state := records.ReadTxnHeaders(m.Headers)
 	switch state {
 	case records.TxnData:
 		mk := info.Mark
-		pr := t.producer(p, mk.ProducerID)
-		if pr == nil {
-			return
-		}
-		pr.Epoch = mk.Epoch
-		pr.LastTimestamp = msTime(m)
-		if t.seq != nil {
-			if s, ok := t.seq(m.ID); ok {
-				pr.LastSequence = s
+		pr := t.producer(p, mk.ProducerID) // nil past MaxProducers: not described
+		if pr != nil {
+			pr.Epoch, pr.LastTimestamp = mk.Epoch, msTime(m)
+			if t.seq != nil {
+				if s, ok := t.seq(m.ID); ok {
+					pr.LastSequence = s
+				}
 			}
 		}
 		if _, done := p.decided[mk]; done {
@@ -302,7 +320,9 @@ func (t *Tracker) learn(p *part, m *icodec.Message) {
 		if _, ok := p.open[mk]; !ok {
 			p.open[mk] = int64(m.Offset)
 			t.charge(p, 1)
-			pr.TxnStartOffset = int64(m.Offset)
+			if pr != nil {
+				pr.TxnStartOffset = int64(m.Offset)
+			}
 		}
 	case records.TxnMarker:
 		mk := info.Mark
@@ -325,9 +345,11 @@ func (t *Tracker) learn(p *part, m *icodec.Message) {
 			return // a second marker for one transaction (a coordinator's retry)
 		}
 		if len(p.decided) >= t.cfg.MaxAborted {
+			t.charge(p, -len(p.decided))
 			clear(p.decided)
 		}
 		p.decided[mk] = struct{}{}
+		t.charge(p, 1)
 		if pr != nil {
 			pr.end = int64(m.Offset) + 1
 			pr.Epoch = max(pr.Epoch, mk.Epoch)

@@ -169,11 +169,13 @@ func TestTrackerBounds(t *testing.T) {
 		f.data(m)
 		f.marker(m, records.ControlAbort)
 	}
-	tr := New(Config{MaxScan: 4, MaxAborted: 2}, f.poll, nil, nil, zerolog.Nop())
+	open := records.TxnMark{ProducerID: 99, Seq: 1}
+	f.data(open) // 10: a producer past MaxProducers still holds the LSO
+	tr := New(Config{MaxScan: 4, MaxAborted: 2, MaxProducers: 1}, f.poll, nil, nil, zerolog.Nop())
 	if got := stable(t, tr); got != 4 {
 		t.Fatalf("lso %d after a bounded scan, want 4", got)
 	}
-	for i := 0; stable(t, tr) != 10; i++ {
+	for i := 0; stable(t, tr) != 10 || tr.Tracked(key) && len(tr.Producers(key)) != 1; i++ {
 		if i > 3 {
 			t.Fatal("the scan does not reach the end")
 		}
@@ -181,5 +183,31 @@ func TestTrackerBounds(t *testing.T) {
 	got := tr.AbortedIn(nil, key, 0, 10, 0)
 	if len(got) != 2 || got[0].ProducerID != 4 || got[1].ProducerID != 5 {
 		t.Fatalf("aborted %+v, want producers 4 and 5", got)
+	}
+}
+
+// A topic deleted and created again under the same name: the partition ends
+// below what was scanned, and the tracker starts afresh (an old open
+// transaction does not hold the new partition's last stable offset).
+func TestTrackerPartitionRecreated(t *testing.T) {
+	f := &fakePart{t: t}
+	bud := budget.New(1 << 20)
+	tr := New(Config{}, f.poll, nil, bud, zerolog.Nop())
+	for range 5 {
+		f.plain()
+	}
+	f.data(records.TxnMark{ProducerID: 1, Seq: 1}) // 5: stays open
+	f.plain()
+	if got := stable(t, tr); got != 5 {
+		t.Fatalf("lso %d", got)
+	}
+	f.msgs = f.msgs[:0]
+	f.plain()
+	f.plain()
+	if got := stable(t, tr); got != 2 {
+		t.Fatalf("lso %d after the partition was recreated, want 2", got)
+	}
+	if got := tr.Producers(key); len(got) != 0 {
+		t.Fatalf("producers of the old partition: %+v", got)
 	}
 }
