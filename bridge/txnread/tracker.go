@@ -44,6 +44,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -165,8 +166,8 @@ type part struct {
 	decided   map[records.TxnMark]struct{} // recent decisions: late records of them stay closed
 	aborted   []Aborted                    // by Last, ascending
 	producers map[int64]*Producer
-	charged   int64
-	touched   time.Time
+	charged   atomic.Int64
+	touched   time.Time // under Tracker.mu
 }
 
 func (t *Tracker) get(k Key) *part {
@@ -180,9 +181,10 @@ func (t *Tracker) get(k Key) *part {
 		p = &part{open: map[records.TxnMark]int64{}, decided: map[records.TxnMark]struct{}{}, producers: map[int64]*Producer{}}
 		t.parts[k] = p
 		t.budget.Charge(partBytes)
-		p.charged = partBytes
+		p.charged.Store(partBytes)
 	}
 	p.users++
+	p.touched = time.Now() // under t.mu, as evictLocked reads it
 	return p
 }
 
@@ -203,7 +205,7 @@ func (t *Tracker) evictLocked() {
 	}
 	if vp != nil {
 		delete(t.parts, victim)
-		t.budget.Release(vp.charged)
+		t.budget.Release(vp.charged.Load())
 	}
 }
 
@@ -216,7 +218,6 @@ func (t *Tracker) Stable(ctx context.Context, k Key, ref iggy.TopicRef, avg int)
 	defer t.put(p)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.touched = time.Now()
 	if err := t.scan(ctx, k, ref, p, avg); err != nil {
 		return 0, err
 	}
@@ -393,7 +394,7 @@ func (t *Tracker) charge(p *part, entries int) {
 	} else {
 		t.budget.Release(-n)
 	}
-	p.charged += n
+	p.charged.Add(n)
 }
 
 // msTime is a message's Kafka timestamp: the producer's, else the append time.
