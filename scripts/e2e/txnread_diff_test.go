@@ -43,7 +43,12 @@ func TestReadCommittedDiff(t *testing.T) {
 	}
 }
 
-func readCommittedShape(t *testing.T, tg Target) string {
+// txnTopic makes a one-partition topic holding, from a franz-go
+// transactional producer (protocol v1, one record per batch): a committed
+// transaction c0-c2 (offsets 0-2, marker 3), an aborted one a0-a1 (4-5,
+// marker 6) and an open one o0-o1 (7-8); the producer stays open until the
+// test ends.
+func txnTopic(t *testing.T, tg Target) string {
 	t.Helper()
 	topic := uniqueTopic("txn-read")
 	createTopic(t, tg, topic, 1)
@@ -72,7 +77,13 @@ func readCommittedShape(t *testing.T, tg Target) string {
 	txn([]string{"c0", "c1", "c2"}, "commit")
 	txn([]string{"a0", "a1"}, "abort")
 	txn([]string{"o0", "o1"}, "open")
+	return topic
+}
 
+func readCommittedShape(t *testing.T, tg Target) string {
+	t.Helper()
+	topic := txnTopic(t, tg)
+	ctx := testCtx(t, 60*time.Second)
 	fv := kversion.Stable()
 	fv.SetMaxKeyVersion(1, 11) // Fetch by topic name
 	cl := newKgo(t, tg, kgo.MaxVersions(fv))
