@@ -138,5 +138,21 @@ func readCommittedShape(t *testing.T, tg Target) string {
 			}
 		}
 	}
+	dreq := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = topic, []int32{0}
+	dreq.Topics = append(dreq.Topics, dt)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, dt := range dresp.Topics {
+		p := dt.Partitions[0]
+		fmt.Fprintf(&b, "describe_producers %d: code %d producers %d", i, p.ErrorCode, len(p.ActiveProducers))
+		for _, ap := range p.ActiveProducers {
+			fmt.Fprintf(&b, " [last_sequence %d txn_start %d]", ap.LastSequence, ap.CurrentTxnStartOffset)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
