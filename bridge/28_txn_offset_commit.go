@@ -18,9 +18,6 @@ package bridge
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
 //     txnoffsets.MaxEntries: COORDINATOR_LOAD_IN_PROGRESS (14).
-//   - The producer's transaction is not checked here (Kafka's group
-//     coordinator does not either before TV2); AddOffsetsToTxn added the
-//     group to it.
 //
 // Version notes: v1 no change; v2 commit timestamp dropped; v3 flexible,
 // member id, generation, instance id; v4 no change. v5+ (transaction

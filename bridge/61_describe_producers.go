@@ -67,8 +67,7 @@ func (b *Bridge) handleDescribeProducers(ctx context.Context, rq *Request) (kmsg
 			}
 			for _, p := range b.txnReads.Producers(k) {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = p.ProducerID, int32(p.Epoch), p.LastSequence, p.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = p.CoordinatorEpoch, p.TxnStartOffset
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = p.ProducerID, int32(p.Epoch), p.LastSequence, p.LastTimestamp, p.CoordinatorEpoch, p.TxnStartOffset
 				rp.ActiveProducers = append(rp.ActiveProducers, ap)
 			}
 		}

@@ -138,6 +138,10 @@ func TestReadCommitted(t *testing.T) {
 	if len(rp.AbortedTransactions) != 1 || rp.AbortedTransactions[0].ProducerID != b.ProducerID || rp.AbortedTransactions[0].FirstOffset != 2 {
 		t.Fatalf("aborted transactions %+v, want producer %d from 2", rp.AbortedTransactions, b.ProducerID)
 	}
+	req.IsolationLevel = 0 // Kafka answers the last stable offset at read_uncommitted too
+	if up := rk.fetch(11, req).Topics[0].Partitions[0]; up.HighWatermark != 10 || up.LastStableOffset != 8 || len(up.AbortedTransactions) != 0 {
+		t.Fatalf("read_uncommitted fetch: hw %d lso %d aborted %+v", up.HighWatermark, up.LastStableOffset, up.AbortedTransactions)
+	}
 	var last int64 = -1
 	for raw := rp.RecordBatches; len(raw) > 0; {
 		var rb kmsg.RecordBatch

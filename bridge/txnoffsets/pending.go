@@ -21,6 +21,8 @@ package txnoffsets
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -185,4 +187,30 @@ func (s *Pending) Unstable(_ context.Context, group string, parts []Offset) ([]b
 		out[i] = g[tp{p.Topic, p.Partition}] > 0
 	}
 	return out, 0
+}
+
+// Resolve ends what s holds for (group, producer id) at an epoch up to
+// epoch: on commit, store is called for each pending offset (all of them,
+// errors joined; on any error the offsets stay pending for a retry), then
+// they are forgotten; on abort they are forgotten. Idempotent.
+func Resolve(ctx context.Context, s Service, group string, producerID int64, epoch int16, commit bool, store func(Offset) error) error {
+	if commit {
+		offs, code := s.Pending(ctx, group, producerID, epoch)
+		if code != 0 {
+			return fmt.Errorf("txnoffsets: pending offsets of group %q: coordinator code %d", group, code)
+		}
+		var errs []error
+		for _, o := range offs {
+			if err := store(o); err != nil {
+				errs = append(errs, fmt.Errorf("%s/%d: %w", o.Topic, o.Partition, err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	if code := s.Forget(ctx, group, producerID, epoch); code != 0 {
+		return fmt.Errorf("txnoffsets: forgetting pending offsets of group %q: coordinator code %d", group, code)
+	}
+	return nil
 }

@@ -29,9 +29,12 @@
 // scanned to its end reports the scanned frontier as its last stable offset
 // (safe: nothing unscanned is returned to read_committed readers).
 //
-// Memory: every open transaction, aborted range and producer entry is
-// charged to the process budget (package budget) at a fixed size and bounded
-// per partition (Config.MaxAborted, Config.MaxProducers) and in partitions
+// Memory: every open transaction, aborted range, recent decision and
+// producer entry is charged to the process budget (package budget) at a
+// fixed size; aborted ranges and recent decisions are bounded per partition
+// by Config.MaxAborted, producers by Config.MaxProducers (open transactions
+// are not: each is a transaction its coordinator has not ended, which its
+// timeout bounds), and partitions
 // (Config.MaxPartitions; past it a partition not in use is forgotten and
 // rebuilt from the window on its next use). The oldest aborted ranges go
 // first, and ranges below the partition's log start are dropped.
@@ -41,6 +44,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -162,8 +166,8 @@ type part struct {
 	decided   map[records.TxnMark]struct{} // recent decisions: late records of them stay closed
 	aborted   []Aborted                    // by Last, ascending
 	producers map[int64]*Producer
-	charged   int64
-	touched   time.Time
+	charged   atomic.Int64
+	touched   time.Time // under Tracker.mu
 }
 
 func (t *Tracker) get(k Key) *part {
@@ -177,9 +181,10 @@ func (t *Tracker) get(k Key) *part {
 		p = &part{open: map[records.TxnMark]int64{}, decided: map[records.TxnMark]struct{}{}, producers: map[int64]*Producer{}}
 		t.parts[k] = p
 		t.budget.Charge(partBytes)
-		p.charged = partBytes
+		p.charged.Store(partBytes)
 	}
 	p.users++
+	p.touched = time.Now() // under t.mu, as evictLocked reads it
 	return p
 }
 
@@ -200,7 +205,7 @@ func (t *Tracker) evictLocked() {
 	}
 	if vp != nil {
 		delete(t.parts, victim)
-		t.budget.Release(vp.charged)
+		t.budget.Release(vp.charged.Load())
 	}
 }
 
@@ -213,7 +218,6 @@ func (t *Tracker) Stable(ctx context.Context, k Key, ref iggy.TopicRef, avg int)
 	defer t.put(p)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.touched = time.Now()
 	if err := t.scan(ctx, k, ref, p, avg); err != nil {
 		return 0, err
 	}
@@ -247,12 +251,20 @@ func (t *Tracker) scan(ctx context.Context, k Key, ref iggy.TopicRef, p *part, a
 	}
 	var read uint64
 	for read < t.cfg.MaxScan {
+		count := uint32(min(uint64(count), t.cfg.MaxScan-read))
 		polled, err := t.poll(ctx, ref, k.Partition, icodec.PollingKindOffset, p.next, count)
 		if err != nil {
 			return err
 		}
 		if polled.Count == 0 {
+			end := polled.CurrentOffset + 1 // the partition's end (an empty one: 0 or 1)
 			polled.Release()
+			if p.next > 1 && end < p.next {
+				// The partition ends below what was scanned: the topic
+				// was deleted and created again. Start afresh.
+				t.reset(p)
+				return t.scan(ctx, k, ref, p, avg)
+			}
 			return nil
 		}
 		it := polled.Messages()
@@ -278,21 +290,29 @@ func (t *Tracker) scan(ctx context.Context, k Key, ref iggy.TopicRef, p *part, a
 	return nil
 }
 
+// reset forgets what p learned.
+func (t *Tracker) reset(p *part) {
+	t.charge(p, -(len(p.open) + len(p.decided) + len(p.aborted) + len(p.producers)))
+	p.started, p.from, p.next = false, 0, 0
+	clear(p.open)
+	clear(p.decided)
+	clear(p.producers)
+	p.aborted = p.aborted[:0]
+}
+
 // learn applies one message to the partition's state.
 func (t *Tracker) learn(p *part, m *icodec.Message) {
 	info, state := records.ReadTxnHeaders(m.Headers)
 	switch state {
 	case records.TxnData:
 		mk := info.Mark
-		pr := t.producer(p, mk.ProducerID)
-		if pr == nil {
-			return
-		}
-		pr.Epoch = mk.Epoch
-		pr.LastTimestamp = msTime(m)
-		if t.seq != nil {
-			if s, ok := t.seq(m.ID); ok {
-				pr.LastSequence = s
+		pr := t.producer(p, mk.ProducerID) // nil past MaxProducers: not described
+		if pr != nil {
+			pr.Epoch, pr.LastTimestamp = mk.Epoch, msTime(m)
+			if t.seq != nil {
+				if s, ok := t.seq(m.ID); ok {
+					pr.LastSequence = s
+				}
 			}
 		}
 		if _, done := p.decided[mk]; done {
@@ -301,7 +321,9 @@ func (t *Tracker) learn(p *part, m *icodec.Message) {
 		if _, ok := p.open[mk]; !ok {
 			p.open[mk] = int64(m.Offset)
 			t.charge(p, 1)
-			pr.TxnStartOffset = int64(m.Offset)
+			if pr != nil {
+				pr.TxnStartOffset = int64(m.Offset)
+			}
 		}
 	case records.TxnMarker:
 		mk := info.Mark
@@ -324,9 +346,11 @@ func (t *Tracker) learn(p *part, m *icodec.Message) {
 			return // a second marker for one transaction (a coordinator's retry)
 		}
 		if len(p.decided) >= t.cfg.MaxAborted {
+			t.charge(p, -len(p.decided))
 			clear(p.decided)
 		}
 		p.decided[mk] = struct{}{}
+		t.charge(p, 1)
 		if pr != nil {
 			pr.end = int64(m.Offset) + 1
 			pr.Epoch = max(pr.Epoch, mk.Epoch)
@@ -370,7 +394,7 @@ func (t *Tracker) charge(p *part, entries int) {
 	} else {
 		t.budget.Release(-n)
 	}
-	p.charged += n
+	p.charged.Add(n)
 }
 
 // msTime is a message's Kafka timestamp: the producer's, else the append time.
@@ -380,6 +404,14 @@ func msTime(m *icodec.Message) int64 {
 		ts = m.Timestamp
 	}
 	return int64(ts / 1000)
+}
+
+// Tracked reports whether the partition is tracked (a Stable call learned
+// it and it was not forgotten since).
+func (t *Tracker) Tracked(k Key) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.parts[k] != nil
 }
 
 // AbortedIn appends to dst the aborted transactions overlapping [from, to):

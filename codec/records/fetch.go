@@ -318,6 +318,7 @@ type BatchStats struct {
 	Consumed   bool   // at least one message was added or skipped
 	Full       bool   // stopped at the byte limit with messages left in the iterator
 	Stopped    bool   // stopped at StopBefore
+	Txn        bool   // a transactional or control batch was appended
 }
 
 // AppendBatches appends to dst Kafka batches built from the messages of it,
@@ -377,6 +378,7 @@ func (w *BatchWriter) finishInto(st *BatchStats, used int) ([]byte, int) {
 		used += len(out) - before
 	}
 	st.Records += int(w.n)
+	st.Txn = st.Txn || (w.txnOn && len(out) > before)
 	st.Skipped += w.skipped
 	if next, ok := w.NextOffset(); ok {
 		st.NextOffset, st.Consumed = next, true

@@ -66,6 +66,7 @@ var layers = map[string]rule{
 	"bridge/cgroups":      {},
 	"bridge/quotas":       {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	"bridge/producers":    {imports: with(iggyCodec, "budget", "bridge/iggy")},
+	"bridge/fetchread":    {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	"bridge/txnoffsets":   {imports: []string{"budget"}},
 	"bridge/txnread":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.

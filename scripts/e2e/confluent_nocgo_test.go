@@ -10,3 +10,8 @@ import "testing"
 func TestConfluentRoundTrip(t *testing.T) {
 	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
 }
+
+// TestReadCommittedConfluent needs cgo too (see above).
+func TestReadCommittedConfluent(t *testing.T) {
+	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
+}
