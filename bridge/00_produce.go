@@ -20,9 +20,20 @@ package bridge
 //     frame) and at most a quarter of the memory budget, taken from it
 //     (twice: the records and their Iggy messages) before anything is
 //     decompressed (produce_budget.go; no room within the request's
-//     timeout: REQUEST_TIMED_OUT, nothing written). Control and transactional batches are refused with
-//     the codes of records.ErrorCode; nothing of a refused partition is
+//     timeout: REQUEST_TIMED_OUT, nothing written). Control batches, and
+//     transactional batches without a TransactionalID, are refused with the
+//     codes of records.ErrorCode; nothing of a refused partition is
 //     written.
+//   - Transactional batches (v3+ with a TransactionalID; bridge/txn's Gate):
+//     admitted only for a partition of the producer's open transaction
+//     (AddPartitionsToTxn answered), with its current epoch, and never while
+//     its EndTxn runs: else INVALID_TXN_STATE (48; from v11
+//     TRANSACTION_ABORTABLE (121), as Kafka 4.4), INVALID_PRODUCER_EPOCH
+//     (47, an older epoch), PRODUCER_FENCED (90, a newer one),
+//     INVALID_PRODUCER_ID_MAPPING (49). A producer this sidecar does not
+//     know (after a restart) is looked up from its coordinator. Each record
+//     carries the user header kafka.t = the transaction's mark
+//     (codec/records/txn.go); EndTxn waits for the batches in flight.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
 //     partition id), partitions of one request in parallel. The Iggy client
 //     coalesces concurrent sends of a partition and splits a send whose
@@ -133,6 +144,7 @@ type produceSend struct {
 	partition int32
 	msgs      *iggy.Messages
 	idem      *records.BatchInfo // the batch of an idempotent producer (v3+), else nil
+	release   func()             // a transactional batch: called once written (txn.Gate), else nil
 }
 
 func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, error) {
@@ -186,15 +198,23 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			}
 			refused, why := b.checkMessageSize(ctx, rq.Version, info, req.Topics[i].Partitions[j].Records)
 			var msgs *iggy.Messages
+			var release func() // a transactional batch's hold on its EndTxn (txn.Gate)
 			if refused == 0 {
 				appendTS := int64(-1)
 				if b.store.LogAppendTime(ctx, info) {
 					appendTS = time.Now().UnixMilli()
 				}
+				if req.TransactionID != nil { // transactional batches (bridge/txn)
+					d.Txn = b.txns.Check(ctx, rq.Version, req.TransactionID, name, rp.Partition, &release)
+				}
 				msgs, refused, why = p.mapRecords(d, rq.Version, req.Topics[i].Partitions[j].Records, budget, appendTS)
+				d.Txn = nil
 				if refused == 0 {
 					rp.LogAppendTime = appendTS
 				}
+			}
+			if (refused != 0 || msgs == nil) && release != nil {
+				release()
 			}
 			if refused != 0 {
 				rp.ErrorCode = refused
@@ -208,7 +228,7 @@ func (p *producer) handle(ctx context.Context, rq *Request) (kmsg.Response, erro
 			if msgs == nil { // no records: nothing to write
 				continue
 			}
-			ps := produceSend{rp: rp, topic: name, ref: info.Ref, partition: rp.Partition, msgs: msgs}
+			ps := produceSend{rp: rp, topic: name, ref: info.Ref, partition: rp.Partition, msgs: msgs, release: release}
 			if bs := d.Batches(); rq.Version >= 3 && len(bs) == 1 && bs[0].Idempotent() {
 				bi := bs[0]
 				ps.idem = &bi
@@ -348,6 +368,9 @@ func produceVersionRules(version int16, batches []records.BatchInfo) (int16, str
 
 // send writes one partition's messages and fills its response.
 func (p *producer) send(ctx context.Context, rq *Request, s *produceSend) {
+	if s.release != nil {
+		defer s.release()
+	}
 	done := producers.NoopDone
 	if bi := s.idem; bi != nil {
 		dup, code, d := p.b.pids.Admit(ctx, bi.ProducerID, bi.ProducerEpoch, s.topic, s.partition, bi.BaseSequence, int32(bi.Records))

@@ -13,10 +13,12 @@ package bridge
 //     kafka_iggy_fetch_skipped_messages_total{reason} (fetch_skips.go) and
 //     logged rate-limited.
 //   - Offsets (KAFKA-ON-IGGY §3): high watermark = current_offset + 1 when
-//     the partition holds messages, else 0; last stable offset = high
-//     watermark (no transactions, so both isolation levels read the same);
+//     the partition holds messages, else 0; last stable offset = the high
+//     watermark, or for a partition holding transactions the first offset
+//     of its earliest open one (bridge/txnread; KAFKA-ON-IGGY
+//     "Transactions"), at both isolation levels as Kafka;
 //     log start offset = the first retained offset (a First poll, cached
-//     per partition for fetchLogStartTTL, refreshed early when a poll shows
+//     per partition for 5 s (fetchread), refreshed early when a poll shows
 //     it moved). A fetch offset below the log start or above the high
 //     watermark answers OFFSET_OUT_OF_RANGE (1) with -1 offsets, as Kafka
 //     does, so the client applies auto.offset.reset.
@@ -53,7 +55,12 @@ package bridge
 //     (100). Iggy failures map through kafkaCode (errors.go).
 //   - Leader epochs (CurrentLeaderEpoch, LastFetchedEpoch) are not checked:
 //     every partition has leader epoch 0 and no divergence to report.
-//     PreferredReadReplica is -1, AbortedTransactions empty.
+//     PreferredReadReplica is -1.
+//   - Transactions (KAFKA-ON-IGGY "Transactions"): records carrying
+//     kafka.t come as transactional batches, end markers as control
+//     batches. read_committed (v4+) returns nothing at or past the last
+//     stable offset and lists the aborted transactions overlapping what it
+//     returns (the client filters); read_uncommitted returns everything.
 //
 // Version notes: v0-v3 get message sets, not record batches: v0-v1 magic 0,
 // v2-v3 magic 1 with CreateTime, headers dropped, as Kafka down-converts
@@ -71,7 +78,6 @@ package bridge
 import (
 	"context"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,53 +86,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/fetchread"
 	"github.com/kafka-iggy/kafka-iggy/bridge/fetchsession"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/producers"
 	"github.com/kafka-iggy/kafka-iggy/bridge/quotas"
-	"github.com/kafka-iggy/kafka-iggy/budget"
-	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 const (
 	// fetchMaxVersion is the highest Fetch version served (kmsg's maximum).
 	fetchMaxVersion = 18
-	// fetchLogStartTTL is how long a partition's log start offset is
-	// trusted before a First poll asks again.
-	fetchLogStartTTL = 5 * time.Second
-	// fetchMaxPolls bounds the polls of one partition in one pass.
-	fetchMaxPolls = 8
-	// fetchMaxPollCount bounds the messages asked for in one poll.
-	fetchMaxPollCount = 10000
-	// fetchProbeCount is the message count of a poll that knows nothing
-	// about the partition's message sizes yet.
-	fetchProbeCount = 16
-	// fetchPartCacheMax bounds the per-partition cache; past it the cache
-	// starts afresh.
-	fetchPartCacheMax = 1 << 16
 )
 
 // fetcher serves Fetch: it owns the per-partition cache and a pool of
 // batch writers.
 type fetcher struct {
 	b       *Bridge
-	parts   partCache
+	reader  *fetchread.Reader   // one partition's read (package fetchread)
 	session *fetchsession.Cache // the fetch session cache (package fetchsession)
-	writers sync.Pool
 	skipped atomic.Uint64
 	skipLog zerolog.Logger // sampled: at most a few lines a minute
 }
 
 // fetchCharge is the row's memory charge (API.FrameCharge): a 33-byte
 // partition (v12) answers a partition entry (struct ~140 bytes, encoded
-// ~30); the record bytes draw from the budget on their own (budget.FetchReserve).
+// ~30); the record bytes draw from the budget on their own (fetchread.Reserve).
 const fetchCharge = 16
 
 func (b *Bridge) fetchAPI() API {
 	f := &fetcher{b: b, session: fetchsession.New(b.cfg.Fetch.SessionCacheSlots)}
-	f.parts.m = map[partKey]partState{}
 	f.skipLog = b.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Minute})
-	f.writers.New = func() any { return &records.BatchWriter{OnSkip: f.onSkip} }
+	first := func(ctx context.Context, ref iggy.TopicRef, partition int32, hw int64) (int64, error) {
+		return firstOffset(ctx, b.iggy, ref, partition, hw)
+	}
+	f.reader = fetchread.New(b.pollTail, first, f.onSkip, producers.SequenceOf, b.log)
 	return API{Key: 1, Name: "Fetch", MinVersion: 0, MaxVersion: fetchMaxVersion, Handle: f.handle, FrameCharge: fetchCharge, ErrorCodes: fetchErrorCodes}
 }
 
@@ -164,6 +159,7 @@ type fetchPart struct {
 	end       int
 	lastHW    int64 // incremental session: the high watermark last answered
 	lastLS    int64 // and log start (valid when lastHW >= 0)
+	committed bool  // isolation_level read_committed (v4+)
 }
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
@@ -216,7 +212,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	minBytes := min(int(req.MinBytes), respMax)
 
 	buf := records.NewFetchBuffer()
-	res := &budget.FetchReserve{Budget: f.b.budget, Deadline: deadline}
+	res := &fetchread.Reserve{Budget: f.b.budget, Deadline: deadline}
 	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
 	if wake != nil && !failed && !cut && got < minBytes {
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
@@ -246,7 +242,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 // passes or the client leaves. With more partitions than topics the
 // interval check is one GET_TOPIC per topic (every partition's end offset)
 // instead of one poll per partition.
-func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *budget.FetchReserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
+func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
 	byTopic := fetchTopicsCheaper(parts)
 	var timer *time.Timer
 	for {
@@ -305,25 +301,11 @@ func (f *fetcher) moved(ctx context.Context, parts []fetchPart) bool {
 				return true
 			}
 		}
-		if logEnd(info, p.partition) != p.rp.HighWatermark {
+		if fetchread.LogEnd(info, p.partition) != p.rp.HighWatermark {
 			return true
 		}
 	}
 	return false
-}
-
-// logEnd is a partition's high watermark from a topic lookup (-1 when the
-// lookup does not list the partition).
-func logEnd(info *iggy.TopicInfo, partition int32) int64 {
-	for i := range info.Details.Partitions {
-		if pr := &info.Details.Partitions[i]; pr.ID == uint32(partition) {
-			if pr.MessagesCount == 0 {
-				return 0
-			}
-			return int64(pr.CurrentOffset) + 1
-		}
-	}
-	return -1
 }
 
 // plan builds the response skeleton in request order and resolves every
@@ -350,7 +332,7 @@ func (f *fetcher) plan(ctx context.Context, rq *Request, req *kmsg.FetchRequest,
 			p := fetchPart{
 				rp: rp, topic: name, info: info, partition: rp.Partition,
 				offset: t.Partitions[j].FetchOffset, maxBytes: int(max(t.Partitions[j].PartitionMaxBytes, 0)),
-				code: code,
+				code: code, committed: rq.Version >= 4 && req.IsolationLevel == 1,
 			}
 			switch {
 			case p.code == 0 && isInternalTopic(name) && info == nil:
@@ -400,7 +382,7 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 // available).
 // The pass draws on the memory budget through res: the response gets what
 // the budget grants within respMax.
-func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *budget.FetchReserve, respMax int) (int, bool, bool) {
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax int) (int, bool, bool) {
 	buf.B = buf.B[:0]
 	respMax, granted := res.Grow(ctx, respMax)
 	defer func() { res.Settle(len(buf.B)) }()
@@ -418,7 +400,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			failed = true
 			continue
 		}
-		if p.lastHW >= 0 && p.offset == p.lastHW && ends[p.info] != nil && logEnd(ends[p.info], p.partition) == p.lastHW {
+		if p.lastHW >= 0 && !p.committed && !f.b.txnReads.Tracked(txnread.Key{Topic: p.topic, Partition: p.partition}) && p.offset == p.lastHW && ends[p.info] != nil && fetchread.LogEnd(ends[p.info], p.partition) == p.lastHW {
 			// Incremental session, caught up, log end unmoved: nothing to
 			// read, and the session leaves it out of the answer.
 			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
@@ -439,17 +421,34 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			continue
 		}
 		limit := max(min(p.maxBytes, respMax-len(buf.B)), 0)
-		var r partRead
+		var r fetchread.Result
 		buf.B, r = f.readPartition(ctx, rq, p, buf.B, limit, first)
 		p.end = len(buf.B)
-		if r.code != 0 {
-			setFetchError(rp, r.code)
+		if r.Code != 0 {
+			setFetchError(rp, r.Code)
 			failed = true
 			continue
 		}
 		rp.ErrorCode = 0
-		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.hw, r.hw, r.logStart
-		if r.records {
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.HW, r.LogStart
+		k := txnread.Key{Topic: p.topic, Partition: p.partition}
+		if !p.committed && (r.Txn || f.b.txnReads.Tracked(k)) {
+			// Kafka answers the last stable offset at read_uncommitted
+			// too; asked only of partitions that hold transactions.
+			if lso, err := f.b.txnReads.Stable(ctx, k, p.info.Ref, 0); err == nil {
+				rp.LastStableOffset = min(lso, r.HW)
+			}
+		}
+		if p.committed {
+			rp.LastStableOffset = min(r.LSO, r.HW)
+			rp.AbortedTransactions = nil
+			if r.Records {
+				for _, a := range f.b.txnReads.AbortedIn(nil, k, p.offset, r.Upto, r.LogStart) {
+					rp.AbortedTransactions = append(rp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.First})
+				}
+			}
+		}
+		if r.Records {
 			first = false
 			// Data is flowing: make room for what the partitions after
 			// this one may add (bounded by the pass's grant) in one step,
@@ -470,7 +469,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		// Only the response's limit (or the budget's) counts: a partition
 		// cut at its own PartitionMaxBytes adds that much and no more, as
 		// Kafka counts it toward MinBytes.
-		cut = cut || (r.cut && limit < p.maxBytes)
+		cut = cut || (r.Cut && limit < p.maxBytes)
 	}
 	return len(buf.B), failed, cut
 }
@@ -509,266 +508,26 @@ func setFetchError(rp *kmsg.FetchResponseTopicPartition, code int16) {
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 }
 
-// partRead is the outcome of reading one partition.
-type partRead struct {
-	code     int16
-	hw       int64
-	logStart int64
-	records  bool // at least one record (or an all-skipped batch) was appended
-	cut      bool // the byte limit left records of the partition unread
-}
-
-// readPartition appends the partition's record batches from p.offset to
-// dst within limit bytes (atLeastOne: the first record goes in anyway).
-func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, dst []byte, limit int, atLeastOne bool) ([]byte, partRead) {
-	var r partRead
-	if p.offset < 0 {
-		r.code = kerr.OffsetOutOfRange.Code
-		return dst, r
+// readPartition reads one partition (bridge/fetchread): the DeleteRecords
+// log start and the timestamp type from the topic-config store, and at
+// read_committed the last stable offset (bridge/txnread) as the stop.
+func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, dst []byte, limit int, atLeastOne bool) ([]byte, fetchread.Result) {
+	in := fetchread.Part{Topic: p.topic, Partition: p.partition, Info: p.info, Offset: p.offset, Version: rq.Version, ConnID: rq.ConnID, CorrID: rq.CorrID}
+	if p.offset >= 0 {
+		in.StoreStart, in.LogAppendTime = f.b.store.LogStart(ctx, p.info, p.partition), f.b.store.LogAppendTime(ctx, p.info)
 	}
-	key := partKey{p.topic, p.partition}
-	st := f.parts.get(key)
-	ref := p.info.Ref
-	storeStart := f.b.store.LogStart(ctx, p.info, p.partition)
-	if p.offset < storeStart {
-		// Below the log start offset DeleteRecords set (topicconfig/store.go).
-		r.code = kerr.OffsetOutOfRange.Code
-		return dst, r
-	}
-	w := f.writers.Get().(*records.BatchWriter)
-	defer f.writers.Put(w)
-	w.LogAppendTime = f.b.store.LogAppendTime(ctx, p.info)
-
-	begin := len(dst)
-	next := uint64(p.offset)
-	remaining := limit
-	hw := int64(-1)
-	avg := st.avg
-	if avg == 0 {
-		avg = topicAvgMessageSize(p.info, p.partition)
-	}
-	for poll := 0; poll < fetchMaxPolls; poll++ {
-		count := fetchPollCount(remaining, avg, atLeastOne && !r.records)
-		polled, err := f.poll(ctx, ref, p.partition, icodec.PollingKindOffset, next, count)
+	if p.committed && p.offset >= in.StoreStart {
+		lso, err := f.b.txnReads.Stable(ctx, txnread.Key{Topic: p.topic, Partition: p.partition}, p.info.Ref, f.reader.Avg(p.topic, p.partition))
 		if err != nil {
-			if poll == 0 {
-				r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
-				return dst, r
-			}
-			break // answer what was read; the next fetch sees the failure
+			return dst, fetchread.Result{Code: dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: transaction scan failed")}
 		}
-		cur := polled.CurrentOffset
-		if polled.Count == 0 {
-			polled.Release()
-			if poll == 0 {
-				// count 0 (no room left) reads only the offsets: then an
-				// empty answer says nothing about what is retained.
-				probed := count > 0
-				if hw, err = f.hwWhenEmpty(ctx, ref, p.partition, cur, next, probed); err != nil {
-					r.code = dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: poll failed")
-					return dst, r
-				}
-				r.cut = !probed && hw > int64(next)
-				if probed && p.offset < hw {
-					// Messages may have landed between the server's read
-					// and its current offset (a produce racing the poll):
-					// out of range only if the log now starts above.
-					if first, ferr := firstOffset(ctx, f.b.iggy, ref, p.partition, hw); ferr == nil && first <= p.offset {
-						probed = false
-					}
-				}
-				if p.offset > hw || (probed && p.offset < hw) {
-					// Above the end, or below it with nothing retained
-					// from the offset on (the log starts at its end):
-					// outside the log either way.
-					if p.offset < hw {
-						f.parts.setLogStart(key, hw)
-					}
-					r.code = kerr.OffsetOutOfRange.Code
-					return dst, r
-				}
-			}
-			break
-		}
-		hw = int64(cur) + 1
-		it := polled.Messages()
-		if poll == 0 {
-			peek := it
-			if peek.Next() {
-				if first := peek.Message().Offset; first > next {
-					// Offsets are contiguous: the log now starts there.
-					polled.Release()
-					f.parts.setLogStart(key, int64(first))
-					r.code = kerr.OffsetOutOfRange.Code
-					return dst, r
-				}
-			}
-		}
-		got := polled.Count
-		avg = max(len(polled.Batches)/int(got), 1)
-		// Room for what this poll can add (Kafka batches take about the
-		// bytes of the Iggy messages they carry), in one step, rather than
-		// append's doubling past the budget's grant.
-		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+records.BatchHeaderSize))
-		before := len(dst)
-		var stats records.BatchStats
-		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.records)
-		polled.Release()
-		if stats.Batches > 0 {
-			r.records = true
-		}
-		remaining -= len(dst) - before
-		r.cut = r.cut || stats.Full || (remaining <= 0 && hw > int64(stats.NextOffset))
-		if err != nil {
-			f.b.log.Warn().Err(err).Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).Str("topic", p.topic).
-				Int32("partition", p.partition).Msg("fetch: iggy messages do not walk")
-			break
-		}
-		if stats.Full || got < count || !stats.Consumed || remaining <= 0 {
-			break
-		}
-		next = stats.NextOffset
+		in.Stop, in.StopBefore = true, lso
 	}
-	f.parts.setAvg(key, avg)
-	if rq.Version < 4 && len(dst) > begin {
-		// Fetch v0-v3 clients read message sets, not record batches.
-		magic := int8(1)
-		if rq.Version < 2 {
-			magic = 0
-		}
-		dst = records.DownConvert(dst, begin, magic, limit, atLeastOne)
-		r.records = len(dst) > begin
+	dst, r := f.reader.Read(ctx, &in, dst, limit, atLeastOne)
+	if r.Err != nil {
+		r.Code = dataErrCode(ctx, f.b.log, rq, r.Err, p.topic, "fetch: poll failed")
 	}
-	r.hw = hw
-	ls, err := f.logStart(ctx, key, ref, p.offset, hw, st)
-	switch {
-	case err != nil:
-		ls = -1 // the records are fine; the next fetch asks again
-	case p.offset < ls && !r.records:
-		// Only an offsets-only read (no room left) gets here below the
-		// log start: out of range all the same.
-		r.code = kerr.OffsetOutOfRange.Code
-		return dst[:begin], r
-	}
-	if ls >= 0 && ls < storeStart {
-		ls = storeStart
-	}
-	r.logStart = ls
 	return dst, r
-}
-
-// hwWhenEmpty derives the high watermark from an empty poll at offset:
-// current_offset > 0 means the log ends at current+1; current 0 is either an
-// empty partition or one holding only offset 0. A poll that asked for
-// messages (probed) from offset 0 and got none settles it: empty. Otherwise
-// a Last poll tells them apart.
-func (f *fetcher) hwWhenEmpty(ctx context.Context, ref iggy.TopicRef, partition int32, cur, offset uint64, probed bool) (int64, error) {
-	if cur > 0 {
-		return int64(cur) + 1, nil
-	}
-	if offset == 0 && probed {
-		return 0, nil
-	}
-	last, err := f.poll(ctx, ref, partition, icodec.PollingKindLast, 0, 1)
-	if err != nil {
-		return 0, err
-	}
-	defer last.Release()
-	if last.Count == 0 {
-		return 0, nil
-	}
-	return int64(last.CurrentOffset) + 1, nil
-}
-
-// logStart returns the partition's first retained offset: from the cache
-// while fresh and consistent with what the fetch just read, else from a
-// First poll (the high watermark when nothing is retained).
-func (f *fetcher) logStart(ctx context.Context, key partKey, ref iggy.TopicRef, offset, hw int64, st partState) (int64, error) {
-	if !st.at.IsZero() && time.Since(st.at) < fetchLogStartTTL && st.logStart <= min(offset, hw) {
-		return st.logStart, nil
-	}
-	ls, err := firstOffset(ctx, f.b.iggy, ref, key.partition, hw)
-	if err != nil {
-		return 0, err
-	}
-	f.parts.setLogStart(key, ls)
-	return ls, nil
-}
-
-// poll runs one single-consumer poll of a partition.
-func (f *fetcher) poll(ctx context.Context, ref iggy.TopicRef, partition int32, kind icodec.PollingKind, value uint64, count uint32) (*iggy.Polled, error) {
-	return pollIggy(ctx, f.b.iggy, ref, partition, kind, value, count)
-}
-
-// fetchPollCount is the message count of the next poll: what remaining
-// bytes should hold at avg bytes per message (0 = unknown: a small probe),
-// at least one when a record must go in anyway, 0 (a poll that only reads
-// the partition's offsets) when nothing fits.
-func fetchPollCount(remaining, avg int, atLeastOne bool) uint32 {
-	if remaining <= 0 {
-		if atLeastOne {
-			return 1
-		}
-		return 0
-	}
-	if avg <= 0 {
-		return uint32(min(remaining/1024+1, fetchProbeCount))
-	}
-	n := remaining/avg + 1
-	n = min(n, fetchMaxPollCount, max(budget.FetchMaxPollBytes/avg, 1))
-	return uint32(n)
-}
-
-// topicAvgMessageSize estimates a partition's bytes per message from the
-// cached topic lookup (0 when it knows nothing).
-func topicAvgMessageSize(info *iggy.TopicInfo, partition int32) int {
-	for i := range info.Details.Partitions {
-		p := &info.Details.Partitions[i]
-		if p.ID == uint32(partition) && p.MessagesCount > 0 {
-			return int(min(p.SizeBytes/p.MessagesCount, budget.FetchMaxPollBytes))
-		}
-	}
-	return 0
-}
-
-// partState is what the fetcher remembers of a partition.
-type partState struct {
-	logStart int64
-	at       time.Time // when logStart was learned; zero: unknown
-	avg      int       // Iggy bytes per message in the last poll; 0: unknown
-}
-
-// partCache holds partState per Kafka topic-partition.
-type partCache struct {
-	mu sync.Mutex
-	m  map[partKey]partState
-}
-
-func (c *partCache) get(k partKey) partState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[k]
-}
-
-func (c *partCache) update(k partKey, fn func(*partState)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= fetchPartCacheMax {
-		if _, ok := c.m[k]; !ok {
-			clear(c.m)
-		}
-	}
-	s := c.m[k]
-	fn(&s)
-	c.m[k] = s
-}
-
-func (c *partCache) setLogStart(k partKey, ls int64) {
-	c.update(k, func(s *partState) { s.logStart, s.at = ls, time.Now() })
-}
-
-func (c *partCache) setAvg(k partKey, avg int) {
-	c.update(k, func(s *partState) { s.avg = avg })
 }
 
 // fetchErrorCodes walks a Fetch response (the handler's records.FetchResponse or

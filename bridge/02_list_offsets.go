@@ -6,8 +6,11 @@ package bridge
 // search may read on):
 //   - -1 (latest): the high watermark = current_offset + 1 when the
 //     partition holds messages, else 0 (a Last poll of one message).
-//     Timestamp -1. Both isolation levels answer the same (no
-//     transactions: last stable offset = high watermark).
+//     Timestamp -1. With isolation_level read_committed (v2+) the last
+//     stable offset instead (bridge/txnread: the first offset of the
+//     earliest open transaction, else the high watermark), and -3 and
+//     timestamp searches answer only offsets below it (else -1/-1), as
+//     Kafka's fetchOffsetForTimestamp.
 //   - -2 (earliest) and -4 (earliest local, v8+): the log start offset, the
 //     first retained offset (a First poll of one message), or the one
 //     DeleteRecords set when higher (the topic-config store, topicconfig/store.go,
@@ -57,6 +60,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
@@ -161,6 +165,14 @@ func (l *lister) handle(ctx context.Context, rq *Request) (kmsg.Response, error)
 				continue
 			}
 			offset, ts, err := l.offsetFor(ctx, info.Ref, tp.Partition, tp.Timestamp, logStart)
+			if err == nil && rq.Version >= 2 && req.IsolationLevel == 1 && tp.Timestamp != listEarliest && tp.Timestamp != listEarliestLocal && offset >= 0 {
+				var lso int64
+				if lso, err = l.b.txnReads.Stable(ctx, txnread.Key{Topic: t.Topic, Partition: tp.Partition}, info.Ref, 0); tp.Timestamp == listLatest {
+					offset = min(offset, lso)
+				} else if offset >= lso {
+					offset, ts = -1, -1
+				}
+			}
 			if err != nil {
 				rp.ErrorCode = dataErrCode(ctx, l.b.log, rq, err, t.Topic, "list offsets: poll failed")
 				continue

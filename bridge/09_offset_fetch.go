@@ -28,8 +28,12 @@ package bridge
 //   - No membership check for classic groups (none on a broker either);
 //     a consumer-protocol (KIP-848) group checks the v9+ member id and
 //     epoch (bridge/cgroups): UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as the
-//     group's code; none given (admin tools) passes. RequireStable (v7+)
-//     has nothing to wait for (no transactions).
+//     group's code; none given (admin tools) passes.
+//   - RequireStable (v7+): a partition with transactional offsets pending
+//     for the group (TxnOffsetCommit, bridge/txnoffsets, asked at the
+//     group's owner) answers UNSTABLE_OFFSET_COMMIT (88) and offset -1, as
+//     Kafka's coordinator does; the client retries until the transaction
+//     ends.
 //
 // Version notes: v1 Kafka-stored offsets (same here); v2 top-level error
 // code and null topics; v3 throttle; v5 leader epoch; v6 flexible; v7
@@ -49,6 +53,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 )
 
 // noMetadata is the metadata every fetched offset carries (shared,
@@ -117,6 +122,9 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 				wants[k] = fetchWant{name: t.Topic, id: t.TopicID, byID: rq.Version >= 10, partitions: t.Partitions}
 			}
 			topics, code := f.fetchGroup(ctx, rq, g.Group, wants, g.Topics == nil)
+			if req.RequireStable {
+				f.unstable(ctx, g.Group, topics)
+			}
 			rg := &resp.Groups[i]
 			*rg = kmsg.NewOffsetFetchResponseGroup()
 			rg.Group, rg.ErrorCode = g.Group, code
@@ -142,6 +150,9 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 		wants[k] = fetchWant{name: req.Topics[k].Topic, partitions: req.Topics[k].Partitions}
 	}
 	topics, code := f.fetchGroup(ctx, rq, req.Group, wants, req.Topics == nil && rq.Version >= 2)
+	if rq.Version >= 7 && req.RequireStable {
+		f.unstable(ctx, req.Group, topics)
+	}
 	if rq.Version >= 2 {
 		resp.ErrorCode = code
 	}
@@ -159,6 +170,35 @@ func (f *offsetFetcher) handle(ctx context.Context, rq *Request) (kmsg.Response,
 		}
 	}
 	return resp, nil
+}
+
+// unstable marks the answered partitions whose transactional offsets are
+// pending UNSTABLE_OFFSET_COMMIT with offset -1 (require_stable).
+func (f *offsetFetcher) unstable(ctx context.Context, group string, topics []fetchedTopic) {
+	var q []txnoffsets.Offset
+	for i := range topics {
+		for _, p := range topics[i].parts {
+			q = append(q, txnoffsets.Offset{Topic: topics[i].name, Partition: p.partition})
+		}
+	}
+	if len(q) == 0 {
+		return
+	}
+	res, code := f.b.txnOffsets.Unstable(ctx, group, q)
+	k := 0
+	for i := range topics {
+		for j := range topics[i].parts {
+			p := &topics[i].parts[j]
+			switch {
+			case p.code != 0:
+			case code != 0:
+				p.code, p.offset = code, -1
+			case res[k]:
+				p.code, p.offset = kerr.UnstableOffsetCommit.Code, -1
+			}
+			k++
+		}
+	}
 }
 
 // fetchGroup reads the committed offsets of one group: the wanted topics,

@@ -9,10 +9,11 @@ package bridge
 //     the group's requests to its owner (bridge/cluster), so clients only
 //     ever talk to their own sidecar. JoinGroup refuses an empty group id
 //     with INVALID_GROUP_ID.
-//   - Transaction keys (type 1): UNSUPPORTED_VERSION (35), explicitly
-//     (KAFKA-ON-IGGY §4): the gateway has no transactions, and a
-//     non-retriable code makes a transactional producer fail at start
-//     instead of retrying forever.
+//   - Transaction keys (type 1): this instance too, as for groups: the
+//     transaction APIs are forwarded to the coordinator of the
+//     transactional id (bridge/txn; across sidecars the owner of its
+//     shard), and the producer's writes are ordered against its EndTxn
+//     here.
 //   - Any other key type (2 = share groups, v6; unknown values):
 //     INVALID_REQUEST (42), as a Kafka broker answers for a key type it does
 //     not serve (share groups disabled, or an unknown type).
@@ -87,10 +88,8 @@ func (b *Bridge) handleFindCoordinator(_ context.Context, rq *Request) (kmsg.Res
 // the group keys this instance coordinates.
 func coordinatorAnswer(keyType int8) (int16, string) {
 	switch keyType {
-	case coordinatorGroup:
+	case coordinatorGroup, coordinatorTransaction:
 		return 0, ""
-	case coordinatorTransaction:
-		return kerr.UnsupportedVersion.Code, "transactions are not supported by this gateway"
 	}
 	return kerr.InvalidRequest.Code, "coordinator key type not served by this gateway"
 }

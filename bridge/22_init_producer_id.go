@@ -12,15 +12,24 @@ package bridge
 //     whatever ProducerID and ProducerEpoch (v3+) it carries: idempotent
 //     producers bump their epoch themselves (KIP-360) and call
 //     InitProducerId only to start over.
-//   - Any transactional id (including an empty one): UNSUPPORTED_VERSION
-//     (35), producer id -1, epoch -1. The gateway has no transactions;
-//     FindCoordinator refuses transaction keys the same way.
-//   - TransactionTimeoutMillis is ignored (transactions only).
+//   - A transactional id: its coordinator (bridge/txn, across sidecars the
+//     owner of the id's shard) gives the id's producer id (leased as
+//     above, kept in the decision log) and the next epoch; an open
+//     transaction of the previous epoch is aborted first (fenced).
+//     TransactionTimeoutMillis above transactions.max_timeout, or not
+//     above 0: INVALID_TRANSACTION_TIMEOUT (50). v3+ with a ProducerID and
+//     epoch that are not the id's current ones: PRODUCER_FENCED (90; before
+//     v4 INVALID_PRODUCER_EPOCH). Iggy unreachable:
+//     COORDINATOR_LOAD_IN_PROGRESS. An empty transactional id:
+//     INVALID_REQUEST (42), as Kafka answers.
+//   - TransactionTimeoutMillis is ignored without a transactional id.
 //
 // Version notes: v1 throttle switch; v2 flexible; v3 ProducerID and
 // ProducerEpoch in the request (KIP-360); v4 and v5 no wire change.
 //
-// Iggy commands: once per 2^20 ids (and once per process), GET_TOPIC and
+// Iggy commands: transactional: POLL_MESSAGES and SEND_MESSAGES on
+// __kafka_iggy/transactions (bridge/txn), markers (SEND_MESSAGES) when an
+// open transaction is aborted. Once per 2^20 ids (and once per process), GET_TOPIC and
 // SEND_MESSAGES on __kafka_iggy/producer_ids (CREATE_STREAM and
 // CREATE_TOPIC the first time).
 
@@ -41,10 +50,10 @@ func (b *Bridge) handleInitProducerID(ctx context.Context, rq *Request) (kmsg.Re
 	req := rq.Msg.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.UnsupportedVersion.Code
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
-		b.log.Debug().Uint64("conn_id", rq.ConnID).Int32("corr_id", rq.CorrID).
-			Msg("init producer id: transactional id refused")
+		if resp.ErrorCode = kerr.InvalidRequest.Code; *req.TransactionalID != "" {
+			b.txns.InitProducerID(ctx, rq.Version, req, resp)
+		}
 		return resp, nil
 	}
 	id, err := b.pids.NewID(ctx)

@@ -12,7 +12,8 @@
 // Bridge, the Table, the request; topics.go: TopicMapping (the topic-id
 // index is bridge/topicids); dataplane.go: partition checks, data-scope errors and
 // the Iggy read; commits.go: offsets-scope errors; admin.go: admin errors,
-// defaults and the alter loop; errors.go: the Iggy-to-Kafka error table;
+// defaults and the alter loop; errors.go: names for bridge/kafkacode, the
+// Iggy-to-Kafka error table;
 // internaltopics.go, metrics.go. Below the floor, packages that
 // take narrow dependencies, never the Bridge: producer ids and
 // idempotence (bridge/producers), committed offsets
@@ -44,6 +45,9 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicids"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnread"
 	"github.com/kafka-iggy/kafka-iggy/budget"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
@@ -73,6 +77,15 @@ type Options struct {
 	// Router, as Groups). With Groups set and ConsumerGroups not,
 	// ConsumerGroupHeartbeat answers UNSUPPORTED_VERSION.
 	ConsumerGroups func(local *cgroups.Coordinator) cgroups.Service
+	// Transactions, when set, wraps the local transaction coordinator into
+	// the service the transaction APIs call (bridge/cluster's Router, as
+	// Groups). Nil: the local coordinator serves every transactional id.
+	Transactions func(local *txn.Coordinator) txn.Service
+	// TxnOffsets, when set, wraps the local store of pending transactional
+	// offsets into the service TxnOffsetCommit and OffsetFetch call
+	// (bridge/cluster's Router forwards to the group's owner). Nil: the
+	// local store serves every group.
+	TxnOffsets func(local *txnoffsets.Pending) txnoffsets.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
 	Budget *budget.Budget
@@ -109,6 +122,10 @@ type Bridge struct {
 	telem         *telemetry.Store     // client metrics (KIP-714); nil when disabled
 	users         *iggy.Users          // per-principal Iggy sessions (auth.Bind); nil: the client's user
 	scram         *auth.ScramLog       // SCRAM credentials (APIs 50, 51)
+	txnReads      *txnread.Tracker     // open and aborted transactions per partition (bridge/txnread)
+	txnOffsets    txnoffsets.Service   // pending transactional offsets (bridge/txnoffsets)
+	tcoord        *txn.Coordinator     // transaction coordinator of the ids this sidecar owns (bridge/txn)
+	txns          *txn.Frontend        // the transaction APIs and the producers' gate
 
 	clusterMu sync.Mutex
 	clusterID string // derived from the Iggy cluster on first use
@@ -161,6 +178,17 @@ func New(o Options) (*Bridge, error) {
 	pc := o.Config.Producer
 	b.pids = producers.New(producers.Config{InstanceID: pc.InstanceID, MaxTrackedProducers: pc.MaxTrackedProducers, RecoveryTailMessages: pc.RecoveryTailMessages},
 		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
+	b.tcoord = txn.New(o.Config.Transactions, txn.Deps{Client: b.iggy, Ref: b.topics.ref, NewProducerID: b.pids.NewID,
+		Offsets: b, Wake: b.notify.wake}, o.Log.With().Str("component", "transactions").Logger())
+	b.txns = &txn.Frontend{Svc: b.tcoord, Gate: txn.NewGate(pc.MaxTrackedProducers), CheckPartition: b.txnPartition, Log: o.Log}
+	if o.Transactions != nil {
+		b.txns.Svc = o.Transactions(b.tcoord)
+	}
+	b.txnOffsets = txnoffsets.New(o.Budget)
+	if o.TxnOffsets != nil {
+		b.txnOffsets = o.TxnOffsets(b.txnOffsets.(*txnoffsets.Pending))
+	}
+	b.txnReads = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
 	if o.Config.Telemetry.Enabled {
 		b.telem = telemetry.NewStore(o.Config.Telemetry, o.Budget, o.Log.With().Str("component", "telemetry").Logger())
 		b.telem.SetSource(b.cmetrics.TelemetrySource)
@@ -221,6 +249,13 @@ func (b *Bridge) Table() *Table { return b.table }
 func (b *Bridge) Drain() {
 	b.groups.Drain()
 }
+
+// Start runs the transaction coordinator's sweep (timeouts, decided
+// transactions whose markers are not all written, expiry); Close stops it.
+func (b *Bridge) Start() { b.tcoord.Start() }
+
+// Close stops what Start runs.
+func (b *Bridge) Close() { b.tcoord.Close() }
 
 // Ready reports whether at least one Iggy session is up.
 func (b *Bridge) Ready() bool { return b.iggy.Ready() }

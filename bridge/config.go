@@ -9,6 +9,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/telemetry"
 	"github.com/kafka-iggy/kafka-iggy/bridge/topicconfig"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
@@ -32,6 +33,8 @@ type Config struct {
 	Fetch FetchConfig `koanf:"fetch"`
 	// Telemetry accepts and exports client metrics (KIP-714); off by default.
 	Telemetry telemetry.Config `koanf:"telemetry"`
+	// Transactions tunes the transaction coordinator (bridge/txn).
+	Transactions txn.Config `koanf:"transactions"`
 }
 
 // TopicsConfig maps Kafka topics to Iggy.
@@ -143,6 +146,7 @@ func DefaultConfig() Config {
 		Producer:       ProducerConfig{InstanceID: -1, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 		Fetch:          FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: topicconfig.DefaultFetchMaxBytes, SessionCacheSlots: 1000, MaxWait: defaultFetchMaxWait},
 		Telemetry:      telemetry.DefaultConfig(),
+		Transactions:   txn.DefaultConfig(),
 	}
 }
 
@@ -156,6 +160,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
 	if err := c.Telemetry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Transactions.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if n := len(c.Topics.DefaultStream); n < 1 || n > 255 {

@@ -35,6 +35,20 @@ func checkPartition(ctx context.Context, client *iggy.Client, info *iggy.TopicIn
 	return kerr.UnknownTopicOrPartition.Code, fresh
 }
 
+// txnPartition checks a partition AddPartitionsToTxn adds (bridge/txn's
+// Frontend.CheckPartition): an existing one, else its Kafka code.
+func (b *Bridge) txnPartition(ctx context.Context, topic string, partition int32) int16 {
+	if validTopicName(topic) != nil || isInternalTopic(topic) {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	info, err := b.lookupTopic(ctx, topic)
+	if err != nil {
+		return kafkaCode(err, scopeData)
+	}
+	code, _ := checkPartition(ctx, b.iggy, info, partition)
+	return code
+}
+
 // dataErrCode maps an Iggy failure of a data API to its Kafka code and logs
 // the failures without a specific code (UNKNOWN_SERVER_ERROR) with their
 // Iggy code, and the others (and everything after the client left: ctx

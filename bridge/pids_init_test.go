@@ -34,7 +34,7 @@ func TestHandleInitProducerID(t *testing.T) {
 		req.TransactionalID = &txn
 		r, _ = b.handleInitProducerID(context.Background(), &Request{Key: 22, Version: v, Msg: req})
 		resp = r.(*kmsg.InitProducerIDResponse)
-		if resp.ErrorCode != kerr.UnsupportedVersion.Code || resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
+		if resp.ErrorCode != kerr.InvalidRequest.Code || resp.ProducerID != -1 || resp.ProducerEpoch != -1 {
 			t.Fatalf("v%d transactional: %+v", v, resp)
 		}
 	}

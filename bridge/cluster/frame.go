@@ -136,6 +136,7 @@ func (e *enc) i16(v int16)         { e.b = wire.AppendI16LE(e.b, v) }
 func (e *enc) u16(v uint16)        { e.b = wire.AppendU16LE(e.b, v) }
 func (e *enc) i32(v int32)         { e.b = wire.AppendI32LE(e.b, v) }
 func (e *enc) u32(v uint32)        { e.b = wire.AppendU32LE(e.b, v) }
+func (e *enc) i64(v int64)         { e.b = wire.AppendI64LE(e.b, v) }
 func (e *enc) dur(d time.Duration) { e.b = wire.AppendI64LE(e.b, int64(d)) }
 func (e *enc) boolean(v bool)      { e.b = wire.AppendBool(e.b, v) }
 func (e *enc) str(s string)        { e.u32(uint32(len(s))); e.b = append(e.b, s...) }
@@ -172,6 +173,7 @@ func (d *dec) i16(f string) int16  { return d.r.I16LE("", f) }
 func (d *dec) u16(f string) uint16 { return d.r.U16LE("", f) }
 func (d *dec) i32(f string) int32  { return d.r.I32LE("", f) }
 func (d *dec) u32(f string) uint32 { return d.r.U32LE("", f) }
+func (d *dec) i64(f string) int64  { return d.r.I64LE("", f) }
 
 // take returns the next n bytes, aliasing the input.
 func (d *dec) take(f string, n int) []byte { return d.r.Bytes("", f, n) }

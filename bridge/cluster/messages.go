@@ -19,6 +19,7 @@ type field interface {
 	u8(v *uint8, f string)
 	i16(v *int16, f string)
 	i32(v *int32, f string)
+	i64(v *int64, f string)
 	dur(v *time.Duration, f string)
 	boolean(v *bool, f string)
 	str(v *string, f string)
@@ -38,6 +39,7 @@ type encField struct{ e *enc }
 func (w encField) u8(v *uint8, _ string)            { w.e.u8(*v) }
 func (w encField) i16(v *int16, _ string)           { w.e.i16(*v) }
 func (w encField) i32(v *int32, _ string)           { w.e.i32(*v) }
+func (w encField) i64(v *int64, _ string)           { w.e.i64(*v) }
 func (w encField) dur(v *time.Duration, _ string)   { w.e.dur(*v) }
 func (w encField) boolean(v *bool, _ string)        { w.e.boolean(*v) }
 func (w encField) str(v *string, _ string)          { w.e.str(*v) }
@@ -62,6 +64,7 @@ type decField struct{ d *dec }
 func (w decField) u8(v *uint8, f string)              { *v = w.d.u8(f) }
 func (w decField) i16(v *int16, f string)             { *v = w.d.i16(f) }
 func (w decField) i32(v *int32, f string)             { *v = w.d.i32(f) }
+func (w decField) i64(v *int64, f string)             { *v = w.d.i64(f) }
 func (w decField) dur(v *time.Duration, f string)     { *v = w.d.dur(f) }
 func (w decField) boolean(v *bool, f string)          { *v = w.d.boolean(f) }
 func (w decField) str(v *string, f string)            { *v = w.d.str(f) }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
@@ -48,6 +50,12 @@ type call[P, R any] struct {
 	// clocal, set instead of local, serves a consumer-protocol call with
 	// the local bridge/cgroups coordinator (ccalls.go).
 	clocal func(context.Context, *cgroups.Coordinator, *P) R
+	// tlocal, set instead of local, serves a transaction call with the
+	// local bridge/txn coordinator (tcalls.go).
+	tlocal func(context.Context, *txn.Coordinator, *P) R
+	// olocal, set instead of local, serves a pending-offsets call with the
+	// local bridge/txnoffsets store (ocalls.go).
+	olocal func(context.Context, *txnoffsets.Pending, *P) R
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error
@@ -126,6 +134,12 @@ func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
 func (c *call[P, R]) callLocal(ctx context.Context, r *Router, p *P) R {
 	if c.clocal != nil {
 		return c.clocal(ctx, r.clocal, p)
+	}
+	if c.tlocal != nil {
+		return c.tlocal(ctx, r.tlocal, p)
+	}
+	if c.olocal != nil {
+		return c.olocal(ctx, r.olocal, p)
 	}
 	return c.local(ctx, r.local, p)
 }

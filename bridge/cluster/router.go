@@ -32,6 +32,8 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
 )
 
 // Options build a Router.
@@ -56,6 +58,8 @@ type Router struct {
 	local  *groups.Coordinator
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
 	cst    cstore               // their persisted state (cstore.go)
+	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
+	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
 	own    *ownership
 	secret []byte
 	ln     net.Listener

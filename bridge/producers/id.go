@@ -70,3 +70,10 @@ func parsePIDMessageID(id wire.U128) (pid int64, epoch int16, seq int32, ok bool
 func SeqAdd(seq int32, n int) int32 {
 	return int32((int64(seq) + int64(n)) % (1 << 31))
 }
+
+// SequenceOf returns the Kafka sequence a MessageID carries; ok is false for
+// any other id.
+func SequenceOf(id wire.U128) (int32, bool) {
+	_, _, seq, ok := parsePIDMessageID(id)
+	return seq, ok
+}

@@ -136,6 +136,8 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 		bopts.Groups = router.Wrap
 		bopts.ConsumerGroups = router.WrapConsumer
+		bopts.Transactions = router.WrapTxn
+		bopts.TxnOffsets = router.WrapTxnOffsets
 	}
 	br, err := bridge.New(bopts)
 	if err != nil {
@@ -144,6 +146,8 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 		return err
 	}
+	br.Start() // the transaction coordinator's sweep (bridge/txn)
+	closers = append(closers, br.Close)
 	if t := br.Telemetry(); t != nil {
 		metrics.Registry().MustRegister(t) // client metrics (KIP-714) on /metrics
 	}

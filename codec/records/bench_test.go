@@ -116,3 +116,30 @@ func BenchmarkIggyToKafkaNative(b *testing.B) {
 		dst = out
 	}
 }
+
+// BenchmarkIggyToKafkaTxn: 100 mapped 1 KiB messages of 10 transactions (10
+// records each, kafka.t) and their 10 commit markers: 20 Kafka batches, 10
+// of them control batches.
+func BenchmarkIggyToKafkaTxn(b *testing.B) {
+	var msgs []tMsg
+	for txn := range 10 {
+		m := TxnMark{ProducerID: 1<<62 | int64(txn), Epoch: 1, Seq: uint32(txn)}
+		for range 10 {
+			msgs = append(msgs, tMsg{origin: 1_700_000_000_000_000, payload: tRepeat('x', 1024), headers: tTxnData(m, "key-0123456789")})
+		}
+		msgs = append(msgs, tMsg{origin: 1_700_000_000_000_000, payload: []byte{0}, headers: tTxnMarker(m, ControlCommit, 1)})
+	}
+	polled := tIggyBatch(b, 0, 1, msgs...)
+	var w BatchWriter
+	dst := make([]byte, 0, 256<<10)
+	b.SetBytes(int64(len(polled)))
+	b.ReportAllocs()
+	for b.Loop() {
+		it := iggy.NewMessageIter(polled)
+		out, st, err := w.AppendBatches(dst[:0], &it, math.MaxInt, true)
+		if err != nil || st.Records != 110 || st.Batches != 20 {
+			b.Fatal(st, err)
+		}
+		dst = out
+	}
+}

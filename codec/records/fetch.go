@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 
 	"github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
 // SkipReason says why BatchWriter left a message out.
@@ -62,6 +63,13 @@ var (
 	// ErrFetchOffsetOrder is returned by BatchWriter.Add for a message
 	// whose offset is not above the previous one's.
 	ErrFetchOffsetOrder = errors.New("bridge: iggy message offsets not increasing")
+	// ErrKafkaBatchSplit is returned by BatchWriter.Add when the message
+	// belongs in a batch of its own kind: another transaction (producer id,
+	// epoch or transaction), a transactional record after plain ones or the
+	// reverse, or a transaction's end marker (a control batch of one
+	// record). Nothing changed: finish the batch and add the message to a
+	// new one.
+	ErrKafkaBatchSplit = errors.New("bridge: message starts another kafka batch")
 )
 
 // BatchWriter builds Kafka record batches v2 from Iggy messages
@@ -105,6 +113,15 @@ type BatchWriter struct {
 	// message.timestamp.type is LogAppendTime (the gateway wrote its append
 	// time as each record's timestamp).
 	LogAppendTime bool
+	// Sequence, when set, gives the Kafka sequence an idempotent producer's
+	// Iggy message id carries (ok false for other ids): a transactional
+	// batch's base sequence is its first record's (else -1).
+	Sequence func(id wire.U128) (int32, bool)
+	// Stop makes AppendBatches stop at the first message at or past
+	// StopBefore (read_committed: the last stable offset);
+	// BatchStats.Stopped then says so.
+	Stop       bool
+	StopBefore uint64
 
 	buf        []byte
 	start      int
@@ -116,6 +133,14 @@ type BatchWriter struct {
 	firstTS    int64
 	maxTS      int64
 	skipped    int
+	// The kind of the current batch (set by its first record): a
+	// transaction's records (txnOn, txn), or its end marker (control).
+	txn     TxnMark
+	txnOn   bool
+	control bool
+	ctlOn   bool // the batch's first record is decided
+	baseSeq int32
+	ctlBuf  [10]byte // the control record's key (4) and value (6)
 
 	view recView
 	tlv  []recHeader // user headers of the current message
@@ -134,6 +159,7 @@ func (w *BatchWriter) Begin(dst []byte, maxBytes int, atLeastOne bool) {
 	w.n, w.seen, w.base, w.last = 0, false, 0, 0
 	w.firstTS, w.maxTS = -1, -1
 	w.skipped = 0
+	w.txnOn, w.control, w.ctlOn, w.baseSeq = false, false, false, -1
 }
 
 // Len returns the number of records in the batch.
@@ -163,7 +189,19 @@ func (w *BatchWriter) Add(m *iggy.Message) error {
 			return ErrKafkaBatchRange
 		}
 	}
+	if w.seen && w.control {
+		return ErrKafkaBatchSplit // a control batch holds its marker alone
+	}
 	ts, reason := w.Decode(m)
+	v := &w.view
+	if reason == 0 && w.ctlOn {
+		if v.txnOn != w.txnOn || v.txn.Control != 0 || (v.txnOn && v.txn.Mark != w.txn) {
+			return ErrKafkaBatchSplit
+		}
+	}
+	if reason == 0 && v.txn.Control != 0 && w.seen {
+		return ErrKafkaBatchSplit // markers start their own batch
+	}
 	if reason != 0 {
 		w.markSeen(m.Offset)
 		w.skipped++
@@ -182,7 +220,6 @@ func (w *BatchWriter) Add(m *iggy.Message) error {
 	}
 	offDelta := int32(m.Offset - base)
 	tsDelta := ts - firstTS
-	v := &w.view
 
 	body := 1 + kbin.VarlongLen(tsDelta) + kbin.VarintLen(offDelta) +
 		recBytesLen(v.key, v.keyNull) + recBytesLen(v.value, v.valueNull) +
@@ -211,6 +248,14 @@ func (w *BatchWriter) Add(m *iggy.Message) error {
 	}
 	w.buf = b
 	w.markSeen(m.Offset)
+	if !w.ctlOn {
+		w.ctlOn, w.txnOn, w.txn, w.control = true, v.txnOn, v.txn.Mark, v.txn.Control != 0
+		if v.txnOn && !w.control && w.Sequence != nil {
+			if seq, ok := w.Sequence(m.ID); ok {
+				w.baseSeq = seq
+			}
+		}
+	}
 	w.firstTS = firstTS
 	if w.n == 0 || ts > w.maxTS {
 		w.maxTS = ts
@@ -242,13 +287,23 @@ func (w *BatchWriter) Finish() []byte {
 	if w.LogAppendTime {
 		attrs = kbAttrLogAppendTime
 	}
+	pid, epoch, seq := uint64(math.MaxUint64), uint16(math.MaxUint16), uint32(math.MaxUint32) // -1
+	if w.txnOn {
+		attrs |= kbAttrTransactional
+		pid, epoch = uint64(w.txn.ProducerID), uint16(w.txn.Epoch)
+		if w.control {
+			attrs |= kbAttrControl
+		} else {
+			seq = uint32(w.baseSeq)
+		}
+	}
 	binary.BigEndian.PutUint16(h[kbAttributes:], attrs)
 	binary.BigEndian.PutUint32(h[kbLastOffsetDelta:], uint32(w.last-w.base))
 	binary.BigEndian.PutUint64(h[kbFirstTimestamp:], uint64(w.firstTS))
 	binary.BigEndian.PutUint64(h[kbMaxTimestamp:], uint64(w.maxTS))
-	binary.BigEndian.PutUint64(h[kbProducerID:], math.MaxUint64)    // -1
-	binary.BigEndian.PutUint16(h[kbProducerEpoch:], math.MaxUint16) // -1
-	binary.BigEndian.PutUint32(h[kbBaseSequence:], math.MaxUint32)  // -1
+	binary.BigEndian.PutUint64(h[kbProducerID:], pid)
+	binary.BigEndian.PutUint16(h[kbProducerEpoch:], epoch)
+	binary.BigEndian.PutUint32(h[kbBaseSequence:], seq)
 	binary.BigEndian.PutUint32(h[kbRecordCount:], uint32(w.n))
 	binary.BigEndian.PutUint32(h[kbCRC:], crc32.Checksum(h[kbCRCStart:], castagnoli))
 	return w.buf
@@ -262,6 +317,8 @@ type BatchStats struct {
 	NextOffset uint64 // offset after the last message consumed (valid when Consumed)
 	Consumed   bool   // at least one message was added or skipped
 	Full       bool   // stopped at the byte limit with messages left in the iterator
+	Stopped    bool   // stopped at StopBefore
+	Txn        bool   // a transactional or control batch was appended
 }
 
 // AppendBatches appends to dst Kafka batches built from the messages of it,
@@ -286,11 +343,15 @@ func (w *BatchWriter) AppendBatches(dst []byte, it *iggy.MessageIter, maxBytes i
 			m = it.Message()
 		}
 		pending = false
+		if w.Stop && m.Offset >= w.StopBefore {
+			st.Stopped = true
+			break
+		}
 		err := w.Add(&m)
 		if err == nil {
 			continue
 		}
-		if err == ErrKafkaBatchRange { // own sentinels: identity is enough
+		if err == ErrKafkaBatchRange || err == ErrKafkaBatchSplit { // own sentinels: identity is enough
 			dst, used = w.finishInto(&st, used)
 			w.Begin(dst, maxBytes-used, false)
 			pending = true
@@ -317,6 +378,7 @@ func (w *BatchWriter) finishInto(st *BatchStats, used int) ([]byte, int) {
 		used += len(out) - before
 	}
 	st.Records += int(w.n)
+	st.Txn = st.Txn || (w.txnOn && len(out) > before)
 	st.Skipped += w.skipped
 	if next, ok := w.NextOffset(); ok {
 		st.NextOffset, st.Consumed = next, true
@@ -371,7 +433,7 @@ func (w *BatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipRea
 	v := &w.view
 	v.keyNull = true
 	v.value = m.Payload
-	var haveKey, haveValue, epoch, envelope bool
+	var haveKey, haveValue, epoch, envelope, coordEpoch bool
 	out := tlv[:0] // Kafka headers, compacted in place (never ahead of the reader)
 	for i := range tlv {
 		h := tlv[i]
@@ -405,6 +467,22 @@ func (w *BatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipRea
 				return 0, SkipBadMarker
 			}
 			envelope = true
+		case HeaderTxn:
+			mark, ok := ParseTxnMark(h.value)
+			if v.txnOn || !ok {
+				return 0, SkipBadMarker
+			}
+			v.txn.Mark, v.txnOn = mark, true
+		case HeaderControl:
+			if v.txn.Control != 0 || len(h.value) != 1 || (h.value[0] != ControlCommit && h.value[0] != ControlAbort) {
+				return 0, SkipBadMarker
+			}
+			v.txn.Control = h.value[0]
+		case HeaderCoordEpoch:
+			if coordEpoch || len(h.value) != 4 {
+				return 0, SkipBadMarker
+			}
+			coordEpoch, v.txn.CoordEpoch = true, int32(binary.LittleEndian.Uint32(h.value))
 		default:
 			if len(h.name) >= len(recHdrPrefix) && string(h.name[:len(recHdrPrefix)]) == recHdrPrefix {
 				h.name = h.name[len(recHdrPrefix):]
@@ -413,6 +491,17 @@ func (w *BatchWriter) decodeV1(m *iggy.Message, tlv []recHeader) (int64, SkipRea
 		}
 	}
 	v.headers = out
+	switch {
+	case v.txn.Control != 0 && (!v.txnOn || !coordEpoch):
+		return 0, SkipBadMarker
+	case v.txn.Control != 0:
+		// A transaction's end marker: one control record, as Kafka writes
+		// it (key: version 0, type; value: version 0, coordinator epoch).
+		c := AppendControlValue(AppendControlKey(w.ctlBuf[:0], v.txn.Control), v.txn.CoordEpoch)
+		v.key, v.keyNull, v.value, v.valueNull, v.headers = c[:4], false, c[4:], false, out[:0]
+	case coordEpoch:
+		return 0, SkipBadMarker
+	}
 	var ts int64 = -1
 	switch {
 	case epoch && m.OriginTimestamp != 0:
@@ -468,6 +557,9 @@ func DownConvert(dst []byte, from int, magic int8, limit int, atLeastOne bool) [
 		}
 		batch := in[:size]
 		in = in[size:]
+		if binary.BigEndian.Uint16(batch[kbAttributes:])&kbAttrControl != 0 {
+			continue // transaction markers: the old formats have none (Kafka drops them too)
+		}
 		base := int64(binary.BigEndian.Uint64(batch[kbBaseOffset:]))
 		firstTS := int64(binary.BigEndian.Uint64(batch[kbFirstTimestamp:]))
 		recs := batch[kbHeaderSize:]

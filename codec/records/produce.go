@@ -76,6 +76,7 @@ type BatchInfo struct {
 	ProducerID    int64 // -1 when none
 	ProducerEpoch int16 // -1 when none
 	BaseSequence  int32 // sequence of the first record, -1 when none
+	Transactional bool  // the batch's transactional attribute (accepted only with Decoder.Txn)
 }
 
 // Idempotent reports whether the batch came from an idempotent producer
@@ -171,6 +172,14 @@ type Decoder struct {
 	env   []byte
 	kbuf  []byte
 	rng   *mrand.ChaCha8
+
+	// Txn, when set, admits transactional batches (otherwise refused with
+	// ErrTransactionalBatch): it is asked once per transactional batch
+	// with the batch's producer id and epoch and returns the mark every
+	// record of the batch carries in HeaderTxn, or a Kafka error code
+	// refusing the batch (ErrTxnRefused, Error.Code).
+	Txn     func(producerID int64, epoch int16) (TxnMark, int16)
+	txnMark []byte // HeaderTxn value of the current batch; nil when not transactional
 }
 
 // Reset starts decoding records, charging decompression to budget (see
@@ -318,6 +327,7 @@ func (d *Decoder) enter() error {
 	d.batchIdx++
 	d.batchOff = len(d.in) - len(d.src)
 	d.recIdx = 0
+	d.txnMark = nil
 	if len(d.src) <= kbMagic {
 		return d.batchErr(ErrCorruptRecords, "truncated batch header: "+strconv.Itoa(len(d.src))+" bytes")
 	}
@@ -355,7 +365,16 @@ func (d *Decoder) enterV2() error {
 		return d.batchErr(ErrControlBatch, "")
 	}
 	if attrs&kbAttrTransactional != 0 {
-		return d.batchErr(ErrTransactionalBatch, "")
+		if d.Txn == nil {
+			return d.batchErr(ErrTransactionalBatch, "")
+		}
+		m, code := d.Txn(int64(binary.BigEndian.Uint64(b[kbProducerID:])), int16(binary.BigEndian.Uint16(b[kbProducerEpoch:])))
+		if code != 0 {
+			e := d.batchErr(ErrTxnRefused, "").(*Error)
+			e.Code = code
+			return e
+		}
+		d.txnMark = AppendTxnMark(make([]byte, 0, TxnMarkLen), m)
 	}
 	codec := int(attrs & kbAttrCodec)
 	if codec > CodecZstd {
@@ -392,6 +411,7 @@ func (d *Decoder) enterV2() error {
 		ProducerID:    int64(binary.BigEndian.Uint64(b[kbProducerID:])),
 		ProducerEpoch: int16(binary.BigEndian.Uint16(b[kbProducerEpoch:])),
 		BaseSequence:  int32(binary.BigEndian.Uint32(b[kbBaseSequence:])),
+		Transactional: d.txnMark != nil,
 	})
 	d.mode, d.recs, d.left = recModeV2, recs, int(count)
 	d.firstTS = int64(binary.BigEndian.Uint64(b[kbFirstTimestamp:]))
@@ -697,6 +717,9 @@ func (d *Decoder) emit(ts int64) error {
 			uh = iggy.AppendTLVField(uh, iggy.HeaderKindRaw, h.value)
 		}
 	}
+	if d.txnMark != nil {
+		uh = iggy.AppendHeader(uh, HeaderTxn, iggy.HeaderKindRaw, d.txnMark)
+	}
 	d.uh = uh
 	d.msg = MappedMessage{ID: d.NewID(), OriginTimestamp: origin, Payload: payload, Headers: uh}
 	d.total++
@@ -711,6 +734,7 @@ const (
 	recSizeTS      = 2*recTLVField + len(recHdrTS) + len(recStrEpoch)
 	recSizeKey     = 2*recTLVField + len(recHdrKey)
 	recSizeHeader  = 2*recTLVField + len(recHdrPrefix)
+	recSizeTxn     = 2*recTLVField + len(HeaderTxn) + TxnMarkLen
 	// recDupSortMin is the header count from which duplicate names are
 	// found by sorting a copy instead of comparing every pair.
 	recDupSortMin = 16
@@ -738,6 +762,9 @@ func (d *Decoder) needsEnvelope(v *recView, epoch bool) bool {
 	}
 	if epoch {
 		size += recSizeTS
+	}
+	if d.txnMark != nil {
+		size += recSizeTxn
 	}
 	for i := range v.headers {
 		h := &v.headers[i]

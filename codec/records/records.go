@@ -108,6 +108,10 @@ var (
 	// ErrTransactionalBatch: a transactional batch; the gateway supports no
 	// transactions, and storing it as plain data would be wrong.
 	ErrTransactionalBatch = errors.New("bridge: transactional batch (transactions are not supported)")
+	// ErrTxnRefused: a transactional batch its transaction does not admit
+	// (Decoder.Txn's code, in Error.Code: not in the producer's open
+	// transaction, an old epoch).
+	ErrTxnRefused = errors.New("bridge: transactional batch refused by its transaction")
 	// ErrUnsupportedRecords: a format the gateway does not read (magic > 2,
 	// LZ4 in magic 0 message sets with their non-standard frame checksum).
 	ErrUnsupportedRecords = errors.New("bridge: unsupported record format")
@@ -129,6 +133,7 @@ type Error struct {
 	Offset int    // byte offset of that batch in the input
 	Detail string // what exactly was wrong
 	Err    error  // one of the Err* sentinels of this file
+	Code   int16  // ErrTxnRefused: the Kafka error code
 }
 
 // Error formats the error with its position.
@@ -156,6 +161,12 @@ func ErrorCode(err error) int16 {
 	switch {
 	case err == nil:
 		return 0
+	case errors.Is(err, ErrTxnRefused):
+		var e *Error
+		if errors.As(err, &e) && e.Code != 0 {
+			return e.Code
+		}
+		return kerr.InvalidTxnState.Code
 	case errors.Is(err, ErrCorruptRecords):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, ErrInvalidRecords), errors.Is(err, ErrControlBatch):
@@ -218,6 +229,8 @@ type recView struct {
 	key, value         []byte
 	keyNull, valueNull bool
 	headers            []recHeader
+	txn                TxnInfo // the transaction headers (Fetch; issue 25)
+	txnOn              bool    // HeaderTxn present
 }
 
 // recEnvelopeSize returns the encoded size of v's envelope.

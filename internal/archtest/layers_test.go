@@ -38,8 +38,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
 // ours; codec/records, bridge/offsets, bridge/topicconfig,
-// bridge/fetchsession, bridge/telemetry, bridge/quotas, bridge/clientmetrics
-// and bridge/producers serve bridge only; embedded imports codec only; embedded/embedtest is imported by test
+// bridge/fetchsession, bridge/telemetry, bridge/quotas, bridge/clientmetrics,
+// bridge/producers and bridge/kafkacode serve bridge only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
 // TestLayeringTableKeepsTheRules check the table itself against those
@@ -54,7 +54,7 @@ var layers = map[string]rule{
 
 	"bridge/iggy":          {imports: with(iggyCodec, "codec/records", "budget", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/groups":        {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
-	"bridge/cluster":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
+	"bridge/cluster":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "bridge/txn", "bridge/txnoffsets", "internal/tlsconf"), tests: with(testKit, "internal/tlsconf/tlstest")},
 	"bridge/offsets":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":   {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession":  {},
@@ -64,6 +64,11 @@ var layers = map[string]rule{
 	"bridge/clientmetrics": {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	"bridge/producers":     {imports: with(iggyCodec, "budget", "bridge/iggy")},
 	"bridge/topicids":      {imports: with(iggyCodec, "bridge/iggy")},
+	"bridge/txn":           {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
+	"bridge/kafkacode":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
+	"bridge/fetchread":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
+	"bridge/txnoffsets":    {imports: []string{"budget"}},
+	"bridge/txnread":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},
 	"bridge": {imports: []string{"codec/...", "budget", "bridge/...", "auth", "internal/panics"}, tests: with(testKit, "proxy")},
@@ -107,6 +112,7 @@ var importedOnlyBy = map[string][]string{
 	"bridge/clientmetrics": {"bridge"},
 	"bridge/producers":     {"bridge"},
 	"budget":               {"proxy", "proxy/admin", "proxy/tlsfront", "bridge", "bridge/...", "cmd/kafka-iggy"},
+	"bridge/kafkacode":     {"bridge"},
 }
 
 // where tells a reader of a failure what to edit.

@@ -15,3 +15,8 @@ func TestConfluentRoundTrip(t *testing.T) {
 func TestSecurityDifferential(t *testing.T) {
 	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
 }
+
+// TestReadCommittedConfluent needs cgo too (see above).
+func TestReadCommittedConfluent(t *testing.T) {
+	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
+}

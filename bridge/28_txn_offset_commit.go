@@ -1,0 +1,103 @@
+package bridge
+
+// TxnOffsetCommit: v0-v4
+//
+// Behavior (KAFKA-ON-IGGY "Transactions"; package bridge/txnoffsets):
+//   - The partitions' offsets are held pending for (group, producer id) at
+//     the group's owner (forwarded over the peer link, bridge/cluster kinds
+//     50-52), invisible to OffsetFetch (require_stable answers
+//     UNSTABLE_OFFSET_COMMIT for them) until the transaction coordinator
+//     resolves them (Bridge.ResolveTxnOffsets: stored through the normal
+//     commit path on commit, dropped on abort). Held in memory only: lost
+//     when the owner restarts (never committed on abort).
+//   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
+//     a member id or a generation other than -1 is checked as OffsetCommit
+//     checks it (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
+//     REBALANCE_IN_PROGRESS; KIP-447 zombie fencing).
+//   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
+//     producer epoch older than the one the group already holds pending
+//     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
+//     txnoffsets.MaxEntries: COORDINATOR_LOAD_IN_PROGRESS (14).
+//
+// Version notes: v1 no change; v2 commit timestamp dropped; v3 flexible,
+// member id, generation, instance id; v4 no change. v5+ (transaction
+// protocol 2) is not served.
+//
+// Iggy commands: GET_TOPIC (300).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/offsets"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txnoffsets"
+)
+
+func (b *Bridge) txnOffsetCommitAPI() API {
+	return API{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 4, Handle: b.handleTxnOffsetCommit, ErrorCodes: errorCodes(txnOffsetCommitErrorCodes)}
+}
+
+func init() { registerAPI((*Bridge).txnOffsetCommitAPI) }
+
+func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.Response, error) {
+	req := rq.Msg.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	code := int16(0)
+	switch {
+	case !offsets.ValidGroupID(req.Group):
+		code = kerr.InvalidGroupID.Code
+	case rq.Version >= 3 && (req.MemberID != "" || req.Generation != -1):
+		code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+	}
+	var offs []txnoffsets.Offset
+	var at []*kmsg.TxnOffsetCommitResponseTopicPartition
+	resp.Topics = make([]kmsg.TxnOffsetCommitResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		tcode := code
+		var info *iggy.TopicInfo
+		if tcode == 0 && validTopicName(t.Topic) != nil {
+			tcode = kerr.UnknownTopicOrPartition.Code
+		} else if tcode == 0 {
+			var err error
+			if info, err = b.lookupTopic(ctx, t.Topic); err != nil {
+				tcode = offsetErrCode(ctx, b.log, rq, err, req.Group, t.Topic, "txn offset commit: topic lookup failed")
+			}
+		}
+		rt.Partitions = make([]kmsg.TxnOffsetCommitResponseTopicPartition, len(t.Partitions))
+		for j := range t.Partitions {
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = t.Partitions[j].Partition, tcode
+			if tcode == 0 {
+				if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode == 0 {
+					offs = append(offs, txnoffsets.Offset{Topic: t.Topic, Partition: rp.Partition, Offset: t.Partitions[j].Offset})
+					at = append(at, rp)
+				}
+			}
+		}
+	}
+	if len(offs) > 0 {
+		if c := b.txnOffsets.Add(ctx, req.Group, req.ProducerID, req.ProducerEpoch, offs); c != 0 {
+			for _, rp := range at {
+				rp.ErrorCode = c
+			}
+		}
+	}
+	return resp, nil
+}
+
+// txnOffsetCommitErrorCodes walks a TxnOffsetCommit response for the metrics.
+func txnOffsetCommitErrorCodes(r *kmsg.TxnOffsetCommitResponse, f func(int16)) {
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			f(p.ErrorCode)
+		}
+	}
+}

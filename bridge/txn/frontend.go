@@ -1,0 +1,232 @@
+package txn
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+)
+
+// Service is the transaction coordinator as the producer's local sidecar
+// reaches it: the local Coordinator, or the cluster router forwarding each
+// transactional id to the owner of its shard.
+type Service interface {
+	InitProducerID(ctx context.Context, p InitParams) InitResult
+	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition) AddResult
+	AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) int16
+	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16
+	Describe(ctx context.Context, id string) Description
+	// List returns every owner's transactional ids.
+	List(ctx context.Context) ([]Description, int16)
+	Producer(ctx context.Context, id string) View
+}
+
+var _ Service = (*Coordinator)(nil)
+
+// Frontend serves the transaction APIs at the producer's local sidecar: it
+// checks requests, keeps the Gate in step with the coordinator's answers
+// and shapes the Kafka responses. The bridge's API files call it.
+type Frontend struct {
+	Svc  Service
+	Gate *Gate
+	// CheckPartition answers UNKNOWN_TOPIC_OR_PARTITION (or a retriable
+	// code) for a partition that cannot be written.
+	CheckPartition func(ctx context.Context, topic string, partition int32) int16
+	Log            zerolog.Logger
+}
+
+// fenced maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for the versions
+// before KIP-588 added it (InitProducerId v4, AddPartitionsToTxn,
+// AddOffsetsToTxn and EndTxn v2).
+func fenced(code int16, version, since int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < since {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}
+
+// InitProducerID serves InitProducerId with a transactional id.
+func (f *Frontend) InitProducerID(ctx context.Context, version int16, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
+	id := *req.TransactionalID
+	pid, epoch := req.ProducerID, req.ProducerEpoch
+	if version < 3 {
+		pid, epoch = -1, -1
+	}
+	r := f.Svc.InitProducerID(ctx, InitParams{ID: id, TimeoutMs: req.TransactionTimeoutMillis, ProducerID: pid, Epoch: epoch})
+	resp.ErrorCode = fenced(r.Code, version, 4)
+	resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.Epoch
+	if r.Code == 0 {
+		f.Gate.Set(id, View{ProducerID: r.ProducerID, Epoch: r.Epoch})
+	}
+}
+
+// AddPartitions serves AddPartitionsToTxn v0-v3.
+func (f *Frontend) AddPartitions(ctx context.Context, version int16, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
+	var parts []Partition
+	codes := make([][]int16, len(req.Topics))
+	bad := false
+	for i, t := range req.Topics {
+		codes[i] = make([]int16, len(t.Partitions))
+		for j, p := range t.Partitions {
+			if c := f.CheckPartition(ctx, t.Topic, p); c != 0 {
+				codes[i][j], bad = c, true
+				continue
+			}
+			parts = append(parts, Partition{t.Topic, p})
+		}
+	}
+	top := int16(0)
+	if bad { // Kafka adds nothing when one partition is bad
+		top = kerr.OperationNotAttempted.Code
+	} else {
+		r := f.Svc.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
+		top = fenced(r.Code, version, 2)
+		if r.Code == 0 {
+			f.Gate.Set(req.TransactionalID, View{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Open: true, Seq: r.Seq, MarkEpoch: r.MarkEpoch, Parts: parts})
+		}
+	}
+	resp.Topics = make([]kmsg.AddPartitionsToTxnResponseTopic, len(req.Topics))
+	for i, t := range req.Topics {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition = p
+			rp.ErrorCode = codes[i][j]
+			if rp.ErrorCode == 0 {
+				rp.ErrorCode = top
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+	}
+}
+
+// AddOffsets serves AddOffsetsToTxn.
+func (f *Frontend) AddOffsets(ctx context.Context, version int16, req *kmsg.AddOffsetsToTxnRequest, resp *kmsg.AddOffsetsToTxnResponse) {
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return
+	}
+	resp.ErrorCode = fenced(f.Svc.AddOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group), version, 2)
+}
+
+// EndTxn serves EndTxn v0-v4: the gate waits for the producer's
+// transactional writes in flight (and refuses new ones) before the
+// coordinator decides.
+func (f *Frontend) EndTxn(ctx context.Context, version int16, req *kmsg.EndTxnRequest, resp *kmsg.EndTxnResponse) {
+	done, err := f.Gate.End(ctx, req.ProducerID)
+	if err != nil {
+		resp.ErrorCode = kerr.ConcurrentTransactions.Code
+		return
+	}
+	defer done()
+	resp.ErrorCode = fenced(f.Svc.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), version, 2)
+}
+
+// Admit is the Decoder.Txn check of a transactional Produce batch of
+// transactional id id for a partition: a producer the gate does not know
+// (this sidecar restarted) is looked up from its coordinator first.
+func (f *Frontend) Admit(ctx context.Context, id *string, pid int64, epoch int16, part Partition) (mark records.TxnMark, release func(), code int16) {
+	if id == nil {
+		return mark, nil, kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	if !f.Gate.Known(pid) {
+		v := f.Svc.Producer(ctx, *id)
+		if v.Code != 0 {
+			return mark, nil, v.Code
+		}
+		if v.ProducerID != pid {
+			return mark, nil, kerr.InvalidProducerIDMapping.Code
+		}
+		f.Gate.Set(*id, v)
+	}
+	return f.Gate.Admit(pid, epoch, part)
+}
+
+// Describe serves DescribeTransactions.
+func (f *Frontend) Describe(ctx context.Context, req *kmsg.DescribeTransactionsRequest, resp *kmsg.DescribeTransactionsResponse) {
+	for _, id := range req.TransactionalIDs {
+		d := f.Svc.Describe(ctx, id)
+		s := kmsg.NewDescribeTransactionsResponseTransactionState()
+		s.TransactionalID, s.ErrorCode = id, d.Code
+		if d.Code == 0 {
+			s.State, s.TimeoutMillis, s.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
+			s.ProducerID, s.ProducerEpoch = d.ProducerID, d.Epoch
+			for _, p := range d.Parts {
+				i := slices.IndexFunc(s.Topics, func(t kmsg.DescribeTransactionsResponseTransactionStateTopic) bool { return t.Topic == p.Topic })
+				if i < 0 {
+					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					t.Topic = p.Topic
+					s.Topics = append(s.Topics, t)
+					i = len(s.Topics) - 1
+				}
+				s.Topics[i].Partitions = append(s.Topics[i].Partitions, p.Partition)
+			}
+		} else {
+			s.ProducerID, s.ProducerEpoch, s.StartTimestamp = -1, -1, -1
+		}
+		resp.TransactionStates = append(resp.TransactionStates, s)
+	}
+}
+
+// List serves ListTransactions: the state, producer id and duration
+// filters (v1: DurationFilterMillis, KIP-994).
+func (f *Frontend) List(ctx context.Context, version int16, req *kmsg.ListTransactionsRequest, resp *kmsg.ListTransactionsResponse) {
+	all, code := f.Svc.List(ctx)
+	if code != 0 {
+		resp.ErrorCode = code
+		return
+	}
+	now := time.Now().UnixMilli()
+	for _, s := range req.StateFilters {
+		if _, ok := ParseState(s); !ok {
+			resp.UnknownStateFilters = append(resp.UnknownStateFilters, s)
+		}
+	}
+	for _, d := range all {
+		switch {
+		case len(req.StateFilters) > 0 && !slices.Contains(req.StateFilters, d.State.String()),
+			len(req.ProducerIDFilters) > 0 && !slices.Contains(req.ProducerIDFilters, d.ProducerID),
+			version >= 1 && req.DurationFilterMillis >= 0 && (d.State != Ongoing || now-d.StartMs < req.DurationFilterMillis):
+			continue
+		}
+		s := kmsg.NewListTransactionsResponseTransactionState()
+		s.TransactionalID, s.ProducerID, s.TransactionState = d.ID, d.ProducerID, d.State.String()
+		resp.TransactionStates = append(resp.TransactionStates, s)
+	}
+	slices.SortFunc(resp.TransactionStates, func(a, b kmsg.ListTransactionsResponseTransactionState) int {
+		if a.TransactionalID < b.TransactionalID {
+			return -1
+		}
+		if a.TransactionalID > b.TransactionalID {
+			return 1
+		}
+		return 0
+	})
+}
+
+// Check returns the Decoder.Txn check of one Produce partition of
+// transactional id id; the release of an admitted batch goes to *release
+// (call it once the batch is written or refused).
+//
+// A batch outside the open transaction is INVALID_TXN_STATE up to Produce
+// v10 and TRANSACTION_ABORTABLE (121) from v11, as Kafka 4.4 answers.
+func (f *Frontend) Check(ctx context.Context, version int16, id *string, topic string, partition int32, release *func()) func(int64, int16) (records.TxnMark, int16) {
+	return func(pid int64, epoch int16) (records.TxnMark, int16) {
+		if *release != nil { // one transactional batch per partition (v3+)
+			return records.TxnMark{}, kerr.InvalidRecord.Code
+		}
+		m, r, code := f.Admit(ctx, id, pid, epoch, Partition{topic, partition})
+		if code == kerr.InvalidTxnState.Code && version >= 11 {
+			code = kerr.TransactionAbortable.Code
+		}
+		*release = r
+		return m, code
+	}
+}

@@ -1,0 +1,96 @@
+package bridge_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func txnOffsetCommit(rk *rawKafka, group, topic string, pid int64, epoch int16, partition int32, offset int64) int16 {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", group, pid, epoch
+	req.Generation = -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := rk.do(req, 3).(*kmsg.TxnOffsetCommitResponse)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// offsetFetchStable reads a group's offset of partition 0 with OffsetFetch
+// v7 (require_stable as given).
+func offsetFetchStable(rk *rawKafka, group, topic string, stable bool) (int64, int16) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = group, stable
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := rk.do(req, 7).(*kmsg.OffsetFetchResponse)
+	p := resp.Topics[0].Partitions[0]
+	return p.Offset, p.ErrorCode
+}
+
+// TestTxnOffsetCommit: offsets a transaction commits for a group stay
+// invisible (require_stable: UNSTABLE_OFFSET_COMMIT) until the coordinator
+// resolves them; commit stores them, abort drops them, resolving twice
+// changes nothing.
+func TestTxnOffsetCommit(t *testing.T) {
+	s := startStack(t)
+	rk := dialRaw(t, s.Addr)
+	const topic, group = "txn-offsets", "txn-group"
+	createTopic(t, rk, topic)
+	rk.produceValues(topic, 0, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const pid = int64(1<<62 | 7)
+
+	if code := txnOffsetCommit(rk, group, topic, pid, 1, 0, 3); code != 0 {
+		t.Fatalf("txn offset commit: %d", code)
+	}
+	if off, code := offsetFetchStable(rk, group, topic, true); off != -1 || code != 88 {
+		t.Fatalf("require_stable while pending: offset %d code %d, want -1 and UNSTABLE_OFFSET_COMMIT (88)", off, code)
+	}
+	if off, code := offsetFetchStable(rk, group, topic, false); off != -1 || code != 0 {
+		t.Fatalf("pending offsets visible: offset %d code %d", off, code)
+	}
+	if err := s.Bridge.ResolveTxnOffsets(ctx, group, pid, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if off, code := offsetFetchStable(rk, group, topic, true); off != 3 || code != 0 {
+		t.Fatalf("after commit: offset %d code %d, want 3", off, code)
+	}
+
+	// The next transaction aborts: its offset never shows.
+	if code := txnOffsetCommit(rk, group, topic, pid, 2, 0, 5); code != 0 {
+		t.Fatalf("txn offset commit: %d", code)
+	}
+	if code := txnOffsetCommit(rk, group, topic, pid, 1, 0, 4); code != 47 {
+		t.Fatalf("an older epoch: code %d, want INVALID_PRODUCER_EPOCH (47)", code)
+	}
+	for range 2 { // resolving again is harmless
+		if err := s.Bridge.ResolveTxnOffsets(ctx, group, pid, 2, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if off, code := offsetFetchStable(rk, group, topic, true); off != 3 || code != 0 {
+		t.Fatalf("after abort: offset %d code %d, want 3", off, code)
+	}
+	if err := s.Bridge.ResolveTxnOffsets(ctx, group, pid, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := offsetFetchStable(rk, group, topic, false); off != 3 {
+		t.Fatalf("a commit after the abort stored %d", off)
+	}
+
+	if code := txnOffsetCommit(rk, "", topic, pid, 3, 0, 1); code != 24 {
+		t.Fatalf("empty group: %d, want INVALID_GROUP_ID (24)", code)
+	}
+	if code := txnOffsetCommit(rk, group, "no-such-topic", pid, 3, 0, 1); code != 3 {
+		t.Fatalf("unknown topic: %d, want UNKNOWN_TOPIC_OR_PARTITION (3)", code)
+	}
+}
