@@ -38,13 +38,14 @@ func checkPartition(ctx context.Context, client *iggy.Client, info *iggy.TopicIn
 // txnPartition checks a partition AddPartitionsToTxn adds (bridge/txn's
 // Frontend.CheckPartition): an existing one, else its Kafka code.
 func (b *Bridge) txnPartition(ctx context.Context, topic string, partition int32) int16 {
-	info, _, code := b.topicForAdmin(ctx, topic, false)
-	if code == 0 && info == nil { // __consumer_offsets
+	if validTopicName(topic) != nil || isInternalTopic(topic) {
 		return kerr.UnknownTopicOrPartition.Code
 	}
-	if code == 0 {
-		code, _ = checkPartition(ctx, b.iggy, info, partition)
+	info, err := b.lookupTopic(ctx, topic)
+	if err != nil {
+		return kafkaCode(err, scopeData)
 	}
+	code, _ := checkPartition(ctx, b.iggy, info, partition)
 	return code
 }
 

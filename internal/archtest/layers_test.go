@@ -38,8 +38,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // the module (a key ending in "/..." covers that directory's tree). Imports
 // point one way: codec <- bridge <- proxy <- cmd; budget imports nothing of
 // ours; codec/records, bridge/offsets, bridge/topicconfig,
-// bridge/fetchsession, bridge/telemetry, bridge/quotas, bridge/producers,
-// bridge/kafkacode, bridge/topicids and bridge/decompress serve bridge only; embedded imports codec only; embedded/embedtest is imported by test
+// bridge/fetchsession, bridge/telemetry, bridge/quotas, bridge/producers and
+// bridge/kafkacode serve bridge only; embedded imports codec only; embedded/embedtest is imported by test
 // files only; proxy/admin is imported by cmd only; scripts/** are tools that
 // may import anything and nothing imports them. importedOnlyBy and
 // TestLayeringTableKeepsTheRules check the table itself against those
@@ -57,8 +57,6 @@ var layers = map[string]rule{
 	"bridge/cluster":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy", "bridge/groups", "bridge/cgroups", "bridge/txn", "bridge/txnoffsets"), tests: testKit},
 	"bridge/txn":          {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/kafkacode":    {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
-	"bridge/topicids":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
-	"bridge/decompress":   {imports: []string{"codec/records", "budget"}},
 	"bridge/offsets":      {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/topicconfig":  {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession": {},
@@ -106,8 +104,6 @@ var importedOnlyBy = map[string][]string{
 	"bridge/quotas":       {"bridge"},
 	"bridge/producers":    {"bridge"},
 	"bridge/kafkacode":    {"bridge"},
-	"bridge/topicids":     {"bridge"},
-	"bridge/decompress":   {"bridge"},
 	"budget":              {"proxy", "proxy/admin", "bridge", "bridge/...", "cmd/kafka-iggy"},
 }
 

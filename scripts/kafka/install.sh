@@ -82,7 +82,6 @@ candidates = {
     "console-consumer": ["org.apache.kafka.tools.consumer.ConsoleConsumer", "kafka.tools.ConsoleConsumer"],
     "get-offsets": ["org.apache.kafka.tools.GetOffsetShell", "kafka.tools.GetOffsetShell"],
     "metadata-quorum": ["org.apache.kafka.tools.MetadataQuorumCommand"],
-    "transactions": ["org.apache.kafka.tools.TransactionsCommand"],
 }
 missing = []
 with open(os.path.join(d, "mainclasses.tmp"), "w") as f:
@@ -123,8 +122,6 @@ for v in "${versions[@]}"; do
         echo "$stamp" >"$dir/libs.stamp"
         log "Kafka $v: $(ls "$dir/libs" | wc -l) jars in $((SECONDS - start)) s"
     fi
-    # A tool added to the candidates since the jars were copied.
-    grep -q '^transactions=' "$dir/mainclasses" || quiet "resolve main classes (Kafka $v)" resolve_mainclasses "$dir"
 
     # 2. the Java client programs, compiled against this version's kafka-clients
     sources=("$java_src/KafkaRoundTrip.java" "$repo/scripts/e2e/javacompat/KafkaScenarios.java")
