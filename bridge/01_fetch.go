@@ -433,8 +433,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HW, r.HW, r.LogStart
 		k := txnread.Key{Topic: p.topic, Partition: p.partition}
 		if !p.committed && (r.Txn || f.b.txnReads.Tracked(k)) {
-			// Kafka answers the last stable offset at read_uncommitted
-			// too; asked only of partitions that hold transactions.
+			// Kafka answers the LSO at read_uncommitted too (only partitions holding transactions ask).
 			if lso, err := f.b.txnReads.Stable(ctx, k, p.info.Ref, 0); err == nil {
 				rp.LastStableOffset = min(lso, r.HW)
 			}

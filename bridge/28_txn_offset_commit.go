@@ -12,8 +12,8 @@ package bridge
 //     when the owner restarts (never committed on abort).
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
-//     checks it (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID,
-//     REBALANCE_IN_PROGRESS; KIP-447 zombie fencing).
+//     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
+//     epoch too, at any version, as Kafka's transactional check).
 //   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
@@ -50,7 +50,10 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 	case !offsets.ValidGroupID(req.Group):
 		code = kerr.InvalidGroupID.Code
 	case rq.Version >= 3 && (req.MemberID != "" || req.Generation != -1):
-		code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+		var cg bool // a consumer-protocol group: Generation is the member epoch (any version, as Kafka's transactional check)
+		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, 9); !cg {
+			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+		}
 	}
 	var offs []txnoffsets.Offset
 	var at []*kmsg.TxnOffsetCommitResponseTopicPartition

@@ -39,13 +39,12 @@ func (b *Bridge) handleDescribeProducers(ctx context.Context, rq *Request) (kmsg
 		rt := &resp.Topics[i]
 		*rt = kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
-		code := int16(0)
-		var info *iggy.TopicInfo
-		if validTopicName(t.Topic) != nil || isInternalTopic(t.Topic) {
-			code = kerr.UnknownTopicOrPartition.Code
-		} else {
+		info, code := (*iggy.TopicInfo)(nil), kerr.UnknownTopicOrPartition.Code
+		if validTopicName(t.Topic) == nil && !isInternalTopic(t.Topic) {
 			var err error
-			if info, err = b.lookupTopic(ctx, t.Topic); err != nil {
+			if info, err = b.lookupTopic(ctx, t.Topic); err == nil {
+				code = 0
+			} else {
 				code = dataErrCode(ctx, b.log, rq, err, t.Topic, "describe producers: topic lookup failed")
 			}
 		}
@@ -66,9 +65,7 @@ func (b *Bridge) handleDescribeProducers(ctx context.Context, rq *Request) (kmsg
 				continue
 			}
 			for _, p := range b.txnReads.Producers(k) {
-				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = p.ProducerID, int32(p.Epoch), p.LastSequence, p.LastTimestamp, p.CoordinatorEpoch, p.TxnStartOffset
-				rp.ActiveProducers = append(rp.ActiveProducers, ap)
+				rp.ActiveProducers = append(rp.ActiveProducers, kmsg.DescribeProducersResponseTopicPartitionActiveProducer{ProducerID: p.ProducerID, ProducerEpoch: int32(p.Epoch), LastSequence: p.LastSequence, LastTimestamp: p.LastTimestamp, CoordinatorEpoch: p.CoordinatorEpoch, CurrentTxnStartOffset: p.TxnStartOffset})
 			}
 		}
 	}

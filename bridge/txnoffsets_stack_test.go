@@ -94,3 +94,44 @@ func TestTxnOffsetCommit(t *testing.T) {
 		t.Fatalf("unknown topic: %d, want UNKNOWN_TOPIC_OR_PARTITION (3)", code)
 	}
 }
+
+// TestTxnOffsetCommitConsumerProtocolGroup: a consumer-protocol (KIP-848)
+// group's member commits transactional offsets with its member epoch as the
+// generation (franz-go's GroupTransactSession does): accepted with the
+// current epoch, STALE_MEMBER_EPOCH with another, UNKNOWN_MEMBER_ID for a
+// stranger.
+func TestTxnOffsetCommitConsumerProtocolGroup(t *testing.T) {
+	s := startStack(t, func(o *stackOpts) { o.bridge.Groups.InitialRebalanceDelay = 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := s.kgoClient(t)
+	rk := dialRaw(t, s.Addr)
+	const topic, group = "txn-offsets-848", "txn-848"
+	createTopic(t, rk, topic)
+	rk.produceValues(topic, 0, []byte("a"), []byte("b"), []byte("c"))
+	hb := cgJoin(ctx, t, cl, group, "m1", topic)
+	if hb.ErrorCode != 0 || hb.MemberEpoch <= 0 {
+		t.Fatalf("join: %+v", hb)
+	}
+	commit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", group, 1<<62|9, 0
+		req.MemberID, req.Generation = member, epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 2
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rk.do(req, 3).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit("m1", hb.MemberEpoch); code != 0 {
+		t.Fatalf("the member's commit: %d", code)
+	}
+	if code := commit("m1", hb.MemberEpoch+5); code != 113 {
+		t.Fatalf("another epoch: %d, want STALE_MEMBER_EPOCH (113)", code)
+	}
+	if code := commit("stranger", hb.MemberEpoch); code != 25 {
+		t.Fatalf("a stranger: %d, want UNKNOWN_MEMBER_ID (25)", code)
+	}
+}
