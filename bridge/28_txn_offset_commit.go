@@ -51,7 +51,7 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 		code = kerr.InvalidGroupID.Code
 	case rq.Version >= 3 && (req.MemberID != "" || req.Generation != -1):
 		var cg bool // a consumer-protocol group: Generation is the member epoch (any version, as Kafka's transactional check)
-		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, 9); !cg {
+		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, 9); !cg {
 			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
 		}
 	}
