@@ -3,7 +3,6 @@ package bridge
 import "github.com/kafka-iggy/kafka-iggy/bridge/kafkacode"
 
 // The Iggy-to-Kafka error table is bridge/kafkacode (KAFKA-ON-IGGY §7).
-type errScope = kafkacode.Scope
 
 const (
 	scopeData    = kafkacode.Data
