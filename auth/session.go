@@ -239,7 +239,9 @@ func (s *Session) refuse(ctx context.Context, mech, user string, cause error) Re
 	}
 	msg := fmt.Sprintf("Authentication failed: invalid credentials with SASL mechanism %s", mech)
 	if errors.Is(cause, errBadToken) {
-		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
+		// RFC 7628's error status, which Kafka's OAUTHBEARER failure
+		// message is, before the reason.
+		msg = fmt.Sprintf(`Authentication failed with SASL mechanism %s: {"status":"invalid_token"} (%v)`, mech, cause)
 	} else if !errors.Is(cause, ErrBadCredentials) && !errors.Is(cause, errScramProof) {
 		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
 	}
