@@ -24,6 +24,10 @@ import (
 // OAuthBearer is the OAUTHBEARER mechanism name (RFC 7628, KIP-255).
 const OAuthBearer = "OAUTHBEARER"
 
+// oauthInvalidToken is the RFC 7628 error status of a refused token: the
+// server challenge that answers it and the failure's message, as Kafka's.
+const oauthInvalidToken = `{"status":"invalid_token"}`
+
 // errBadToken: the bearer token did not validate.
 var errBadToken = errors.New("invalid token")
 
