@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"io"
 	"math/big"
-	"strings"
 	"testing"
 	"time"
 
@@ -106,7 +105,7 @@ func TestOAuthBearer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Authenticate(context.Background(), first, now), s
+		return finish(t, s, s.Authenticate(context.Background(), first, now), now), s
 	}
 	for _, kid := range []string{"r1", "e1"} {
 		r, s := run(iss.Token(t, kid, good()))
@@ -133,10 +132,27 @@ func TestOAuthBearer(t *testing.T) {
 		"not a jwt":      "opaque-token",
 	} {
 		r, s := run(tok)
-		if r.Code != kerr.SaslAuthenticationFailed.Code || !strings.Contains(r.Message, "invalid token") || s.Principal() != "" {
+		if r.Code != kerr.SaslAuthenticationFailed.Code || r.Message != `{"status":"invalid_token"}` || s.Principal() != "" {
 			t.Errorf("%s: %+v", name, r)
 		}
 	}
+}
+
+// finish answers a refused token's error challenge as franz-go and
+// kafka-clients do (%x01, RFC 7628 3.2.3), as Kafka expects: the second
+// answer is the failure.
+func finish(t *testing.T, s *auth.Session, r auth.Result, now time.Time) auth.Result {
+	t.Helper()
+	if r.Code != 0 || len(r.Token) == 0 {
+		return r
+	}
+	if string(r.Token) != `{"status":"invalid_token"}` || s.Principal() != "" {
+		t.Fatalf("challenge %q, principal %q", r.Token, s.Principal())
+	}
+	if err := s.Gate(int16(kmsg.Metadata), now); err == nil {
+		t.Fatal("a request served between the error challenge and the failure")
+	}
+	return s.Authenticate(context.Background(), []byte{1}, now)
 }
 
 func with(m map[string]any, k string, v any) map[string]any {
@@ -146,4 +162,52 @@ func with(m map[string]any, k string, v any) map[string]any {
 		m[k] = v
 	}
 	return m
+}
+
+// TestOAuthBearerUnsecured: sasl.oauthbearer.unsecured accepts unsigned
+// (alg none) tokens as Kafka's default validator does, with sub the
+// principal and exp checked; signed tokens without a key set, signatures on
+// an alg none token, and missing claims are refused with invalid_token.
+func TestOAuthBearerUnsecured(t *testing.T) {
+	o, err := auth.NewOAuth(auth.OAuthConfig{Unsecured: true, ClockSkew: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{Mechanisms: []string{auth.OAuthBearer}, OAuth: o}, zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	unsigned := func(claims map[string]any) string {
+		c, _ := json.Marshal(claims)
+		return b64([]byte(`{"alg":"none"}`)) + "." + b64(c) + "."
+	}
+	run := func(token string) (auth.Result, *auth.Session) {
+		s := a.NewSession("127.0.0.1:1")
+		if code, _ := s.Handshake(auth.OAuthBearer); code != 0 {
+			t.Fatalf("handshake: %d", code)
+		}
+		_, first, err := oauth.Auth{Token: token}.AsMechanism().Authenticate(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return finish(t, s, s.Authenticate(context.Background(), first, now), now), s
+	}
+	r, s := run(unsigned(map[string]any{"sub": "admin", "exp": now.Add(time.Hour).Unix()}))
+	if r.Code != 0 || s.Principal() != "admin" {
+		t.Fatalf("unsigned token: %+v principal %q", r, s.Principal())
+	}
+	iss := newIssuer(t)
+	for name, tok := range map[string]string{
+		"expired":          unsigned(map[string]any{"sub": "admin", "exp": now.Add(-time.Minute).Unix()}),
+		"no exp":           unsigned(map[string]any{"sub": "admin"}),
+		"no subject":       unsigned(map[string]any{"exp": now.Add(time.Hour).Unix()}),
+		"signed, no jwks":  iss.Token(t, "r1", map[string]any{"sub": "admin", "exp": now.Add(time.Hour).Unix()}),
+		"alg none, signed": unsigned(map[string]any{"sub": "admin", "exp": now.Add(time.Hour).Unix()}) + "c2ln",
+	} {
+		r, s := run(tok)
+		if r.Code != kerr.SaslAuthenticationFailed.Code || r.Message != `{"status":"invalid_token"}` || s.Principal() != "" {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
 }

@@ -62,6 +62,9 @@ type Session struct {
 	// user; see Config.IggyUsers).
 	cred    *iggy.Credential
 	expires time.Time // zero: no session lifetime
+	// oauthErr is an OAUTHBEARER token's refusal sent as the RFC 7628
+	// error challenge; the client's next message (%x01) gets the failure.
+	oauthErr error
 }
 
 // Principal returns the authenticated user name ("" before).
@@ -145,7 +148,7 @@ func (s *Session) Handshake(mechanism string) (code int16, offered []string) {
 		s.st = stFailed
 		return kerr.IllegalSaslState.Code, offered
 	}
-	s.mech, s.st, s.scram = mechanism, stHandshook, nil
+	s.mech, s.st, s.scram, s.oauthErr = mechanism, stHandshook, nil, nil
 	return 0, offered
 }
 
@@ -166,7 +169,7 @@ type Result struct {
 // Authenticate serves SaslAuthenticate with the client's token.
 func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time) Result {
 	s.mu.Lock()
-	st, mech := s.st, s.mech
+	st, mech, oauthErr := s.st, s.mech, s.oauthErr
 	s.mu.Unlock()
 	switch st {
 	case stHandshook, stExchanging:
@@ -183,9 +186,23 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 	case Plain:
 		user, pass, err = s.a.checkPlain(ctx, token)
 	case OAuthBearer:
+		if oauthErr != nil {
+			// The client's answer to the error challenge (RFC 7628
+			// 3.2.3: %x01): the authentication fails now, as Kafka's.
+			return s.refuse(ctx, mech, "", oauthErr)
+		}
 		var bearer string
 		if bearer, err = parseOAuthMessage(token); err == nil {
 			user, tokenExpiry, err = s.a.cfg.OAuth.validate(bearer, now)
+			if errors.Is(err, errBadToken) {
+				// Kafka answers a refused token with the error as a
+				// server challenge and fails at the client's next
+				// message; franz-go and kafka-clients expect that.
+				s.mu.Lock()
+				s.st, s.oauthErr = stExchanging, err
+				s.mu.Unlock()
+				return Result{Token: []byte(oauthInvalidToken)}
+			}
 		}
 	default:
 		var done bool
@@ -225,7 +242,7 @@ func (s *Session) Authenticate(ctx context.Context, token []byte, now time.Time)
 // the secret).
 func (s *Session) refuse(ctx context.Context, mech, user string, cause error) Result {
 	s.mu.Lock()
-	s.st, s.scram = stFailed, nil
+	s.st, s.scram, s.oauthErr = stFailed, nil, nil
 	s.mu.Unlock()
 	s.a.cfg.Metrics.Failed(s.host, mech)
 	s.a.log.Warn().Str("remote", s.remote).Str("mechanism", mech).Str("user", user).Str("reason", cause.Error()).Msg("sasl: authentication failed")
@@ -239,7 +256,9 @@ func (s *Session) refuse(ctx context.Context, mech, user string, cause error) Re
 	}
 	msg := fmt.Sprintf("Authentication failed: invalid credentials with SASL mechanism %s", mech)
 	if errors.Is(cause, errBadToken) {
-		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
+		// Kafka's message is the RFC 7628 error status alone (the
+		// reason is in the log).
+		msg = oauthInvalidToken
 	} else if !errors.Is(cause, ErrBadCredentials) && !errors.Is(cause, errScramProof) {
 		msg = fmt.Sprintf("Authentication failed with SASL mechanism %s: %v", mech, cause)
 	}

@@ -186,6 +186,14 @@ type OAuthBearerConfig struct {
 	PrincipalClaim string `koanf:"principal_claim"`
 	// ClockSkew is the tolerance on the exp and nbf claims. Default 30s.
 	ClockSkew time.Duration `koanf:"clock_skew"`
+	// Unsecured accepts unsigned tokens ({"alg":"none"}, empty signature)
+	// as Kafka's default OAuthBearerUnsecuredValidatorCallbackHandler
+	// does: principal_claim is the principal, exp is required and checked
+	// (issuer and audience too when set). jwks is then optional (signed
+	// tokens are refused without it). Anyone can mint such a token, so it
+	// is refused unless listener.address is loopback: for tests only.
+	// Default false.
+	Unsecured bool `koanf:"unsecured"`
 }
 
 // TLS client-certificate policies accepted by TLSConfig.ClientAuth.
@@ -443,7 +451,7 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 			if host, _, err := net.SplitHostPort(listen); err == nil && !tlsOn && !isLoopback(host) {
 				bad("sasl.mechanisms", "OAUTHBEARER would carry bearer tokens in clear text on %q; enable tls or bind listener.address to loopback", listen)
 			}
-			if s.OAuthBearer.JWKS == "" {
+			if s.OAuthBearer.JWKS == "" && !s.OAuthBearer.Unsecured {
 				bad("sasl.oauthbearer.jwks", "required when OAUTHBEARER is offered")
 			}
 			if s.OAuthBearer.PrincipalClaim == "" {
@@ -459,6 +467,11 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 			bad("sasl.mechanisms", "%s listed twice", m)
 		}
 		seen[m] = true
+	}
+	if s.OAuthBearer.Unsecured {
+		if host, _, err := net.SplitHostPort(listen); err != nil || !isLoopback(host) {
+			bad("sasl.oauthbearer.unsecured", "accepts unsigned tokens anyone can mint; refused unless listener.address is loopback (it is %q)", listen)
+		}
 	}
 	if s.Authorization == SASLAuthorizationPrincipal && s.IggyUsersFile == "" {
 		for _, m := range s.Mechanisms {

@@ -488,6 +488,12 @@ func TestBadConfigs(t *testing.T) {
 			want: map[string]string{"sasl.mechanisms": "OAUTHBEARER would carry bearer tokens in clear text"},
 		},
 		{
+			// Unsigned tokens anyone can mint: loopback only, even over TLS.
+			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--tls.enabled",
+				"--tls.cert_file=/x", "--tls.key_file=/x", "--sasl.authorization=sidecar", "--sasl.mechanisms=OAUTHBEARER", "--sasl.oauthbearer.unsecured"},
+			want: map[string]string{"sasl.oauthbearer.unsecured": `refused unless listener.address is loopback (it is "0.0.0.0:9092")`},
+		},
+		{
 			args: []string{"--sasl.enabled", "--listener.address=0.0.0.0:9092", "--listener.advertised_host=10.0.0.5", "--sasl.mechanisms=PLAIN,GSSAPI"},
 			want: map[string]string{
 				"sasl.mechanisms": "PLAIN would carry passwords in clear text",

@@ -36,13 +36,20 @@ func newAuthenticator(cfg Config, scram *auth.ScramStore, metrics *admin.Metrics
 		ac.Scram = scram
 	}
 	if o := cfg.SASL.OAuthBearer; slices.Contains(cfg.SASL.Mechanisms, SASLOAuthBearer) {
-		raw, err := auth.ReadJWKS(context.Background(), o.JWKS)
-		if err != nil {
+		var raw []byte
+		if o.JWKS != "" {
+			var err error
+			if raw, err = auth.ReadJWKS(context.Background(), o.JWKS); err != nil {
+				return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+			}
+		}
+		var err error
+		if ac.OAuth, err = auth.NewOAuth(auth.OAuthConfig{JWKS: raw, Issuer: o.Issuer, Audience: o.Audience,
+			PrincipalClaim: o.PrincipalClaim, ClockSkew: o.ClockSkew, Unsecured: o.Unsecured}); err != nil {
 			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
 		}
-		if ac.OAuth, err = auth.NewOAuth(auth.OAuthConfig{JWKS: raw, Issuer: o.Issuer, Audience: o.Audience,
-			PrincipalClaim: o.PrincipalClaim, ClockSkew: o.ClockSkew}); err != nil {
-			return nil, fmt.Errorf("sasl.oauthbearer.jwks: %w", err)
+		if o.Unsecured {
+			log.Warn().Str("listener", cfg.Proxy.Listener.Address).Msg("sasl: sasl.oauthbearer.unsecured accepts unsigned OAUTHBEARER tokens (tests only)")
 		}
 	}
 	if cfg.SASL.Authorization == SASLAuthorizationPrincipal {

@@ -35,6 +35,13 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 	if os.Getenv("KAFKA_IGGY_E2E_NO_SIDECAR") == "1" {
 		return Target{}, nil, false, nil
 	}
+	return runSidecar(nil)
+}
+
+// runSidecar builds and starts `kafka-iggy serve` as startSidecar says;
+// prepare (nil: none) writes what the process needs into its dir (bin is
+// the built binary) and returns more KAFKA_IGGY_* settings.
+func runSidecar(prepare func(bin, dir string) ([]string, error)) (tgt Target, stop func(), ok bool, err error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return Target{}, nil, false, err
@@ -48,6 +55,12 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return Target{}, nil, false, fmt.Errorf("building kafka-iggy: %v\n%s", err, out)
+	}
+	var extra []string
+	if prepare != nil {
+		if extra, err = prepare(bin, dir); err != nil {
+			return Target{}, nil, false, err
+		}
 	}
 	logPath := filepath.Join(dir, "sidecar.log")
 	logFile, err := os.Create(logPath)
@@ -72,6 +85,7 @@ func startSidecar() (tgt Target, stop func(), ok bool, err error) {
 		// Groups form at once in tests (Kafka's test brokers do the same).
 		"KAFKA_IGGY_GROUPS__INITIAL_REBALANCE_DELAY=0s",
 	)
+	cmd.Env = append(cmd.Env, extra...)
 	wantProto := os.Getenv("KAFKA_IGGY_E2E_IGGY_PROTOCOL")
 	if wantProto != "" {
 		cmd.Env = append(cmd.Env, "KAFKA_IGGY_EMBEDDED__PROTOCOL="+wantProto)

@@ -19,8 +19,8 @@
 # port of its own, written to DIR/listener.NAME (host:port);
 # KAFKA_IGGY_BROKER_PROPS: a file of properties appended to
 # server.properties (their TLS and SASL settings); KAFKA_IGGY_BROKER_SCRAM:
-# a SCRAM credential stored at format time (kafka-storage --add-scram, e.g.
-# 'SCRAM-SHA-512=[name=carol,password=secret]').
+# SCRAM credentials stored at format time, space-separated (kafka-storage
+# --add-scram each, e.g. 'SCRAM-SHA-512=[name=carol,password=secret]').
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=versions.sh
@@ -107,9 +107,10 @@ done
 
 start=$(date +%s%N)
 format_extra=()
-if [[ -n "${KAFKA_IGGY_BROKER_SCRAM:-}" ]]; then
-    format_extra=(--add-scram "$KAFKA_IGGY_BROKER_SCRAM")
-fi
+read -r -a scrams <<<"${KAFKA_IGGY_BROKER_SCRAM:-}"
+for s in "${scrams[@]}"; do
+    format_extra+=(--add-scram "$s")
+done
 if ! "$here/run.sh" storage format -t "$cluster_id" -c "$dir/server.properties" "${format_extra[@]}" >"$dir/format.log" 2>&1; then
     echo "kafka/start: formatting the storage dir failed (Kafka $version):" >&2
     cat "$dir/format.log" >&2

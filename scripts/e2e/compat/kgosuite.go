@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/scripts/e2e"
 )
 
 // franz-go's own kgo test suite, run from the module at the version go.mod
@@ -59,7 +61,14 @@ type kgoSuiteResult struct {
 	Env                     []string
 	Unexpected              []string
 	Flaky                   []flakyTest // failed once, passed when run again
+	// Subset: only the tests -kgo-run selected ran (the floor is not
+	// judged).
+	Subset bool
 }
+
+// kgoSASLUser is KGO_TEST_SCRAM's user:password of the SASL listeners
+// (e2e.StartSASLSidecar, e2e.KafkaSASLBrokerEnv).
+var kgoSASLUser = e2e.SASLUser + ":" + e2e.SASLPassword
 
 var kgoListLine = regexp.MustCompile(`^(run|skip|skip-sidecar)\s+(Test\w+)\s*(.*)$`)
 
@@ -167,7 +176,8 @@ func kgoTests(dir string) (map[string]bool, error) {
 			})
 		}
 	}
-	seeds := map[string]bool{"newTestClient": true, "adm": true, "testClientOpts": true, "getSeedBrokers": true}
+	seeds := map[string]bool{"newTestClient": true, "adm": true, "testClientOpts": true, "getSeedBrokers": true,
+		"scramSeeds": true, "oauthSeeds": true} // the SASL tests' listener
 	reach := map[string]bool{}
 	var visit func(name string, seen map[string]bool) bool
 	visit = func(name string, seen map[string]bool) bool {
@@ -196,8 +206,14 @@ func kgoTests(dir string) (map[string]bool, error) {
 	return out, nil
 }
 
-func runKgoSuite(seeds, target, logs string) (kgoSuiteResult, error) {
-	res := kgoSuiteResult{Target: target}
+// runKgoSuite runs the suite against seeds. sasl ("" none) is the target's
+// SASL listener (SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER with
+// unsigned tokens, the credentials of package e2e): the suite's SASL tests
+// run against it, TestSCRAMAuth once more with SCRAM-SHA-512 (the suite
+// takes one mechanism a run), and skip themselves without it. only (nil:
+// every test) selects the tests of the list to run.
+func runKgoSuite(seeds, target, logs, sasl string, only *regexp.Regexp) (kgoSuiteResult, error) {
+	res := kgoSuiteResult{Target: target, Subset: only != nil}
 	start := time.Now()
 	root, err := moduleRoot()
 	if err != nil {
@@ -243,6 +259,9 @@ func runKgoSuite(seeds, target, logs string) (kgoSuiteResult, error) {
 	}
 	var runNames []string
 	for _, e := range list {
+		if only != nil && !only.MatchString(e.Test) {
+			continue
+		}
 		r := kgoTestResult{Test: e.Test, Integration: tests[e.Test], Mode: e.Mode, Why: e.Why, Outcome: "not run"}
 		if e.Mode == "run" || (e.Mode == "skip-sidecar" && target != "sidecar") {
 			runNames = append(runNames, e.Test)
@@ -252,6 +271,12 @@ func runKgoSuite(seeds, target, logs string) (kgoSuiteResult, error) {
 		res.Tests = append(res.Tests, r)
 	}
 	res.Env = []string{"KGO_SEEDS=" + seeds, "KGO_TEST_RF=1", "KGO_TEST_RECORDS=" + kgoRecords, "KGO_LOG_LEVEL=none", "GOWORK=off", "GOFLAGS=-mod=mod"}
+	if sasl != "" {
+		res.Env = append(res.Env, "KGO_TEST_SCRAM_SEEDS="+sasl, "KGO_TEST_SCRAM="+kgoSASLUser+":256", "KGO_TEST_OAUTH_SEEDS="+sasl)
+	}
+	if len(runNames) == 0 {
+		return res, fmt.Errorf("no test of kgo-suite.txt runs against %s (-kgo-run %v)", target, only)
+	}
 	fmt.Printf("== compat: franz-go %s kgo suite against %s: %d tests (log: %s)\n", res.Version, target, len(runNames), filepath.Join(logs, "kgo-suite-"+target+".log"))
 	outcome, output, err := kgoRun(pkg, res.Env, runNames, kgoTimeout, filepath.Join(logs, "kgo-suite-"+target+".log"))
 	if err != nil {
@@ -304,6 +329,33 @@ func runKgoSuite(seeds, target, logs string) (kgoSuiteResult, error) {
 			res.Skipped++
 			r.Detail = failureLines(output[r.Test], 3)
 		}
+	}
+	if sasl != "" && slices.Contains(runNames, "TestSCRAMAuth") {
+		// The same test with SCRAM-SHA-512 (KGO_TEST_SCRAM's ":512").
+		env := append(slices.Clone(res.Env), "KGO_TEST_SCRAM="+kgoSASLUser+":512")
+		name := "TestSCRAMAuth"
+		r := kgoTestResult{Test: name + " (SCRAM-SHA-512)", Integration: true, Mode: "run", Outcome: "fail"}
+		outcome, output, err := kgoRun(pkg, env, []string{name}, rerunTimeout, filepath.Join(logs, "kgo-suite-"+target+"-scram512.log"))
+		if err != nil {
+			return res, err
+		}
+		ev, ok := outcome[name]
+		switch {
+		case !ok:
+			r.Detail = "no result (the test binary stopped before it finished; see the log)"
+			res.Failed++
+		case ev.Action == "pass":
+			r.Outcome, r.Elapsed = "pass", ev.Elapsed
+			res.Passed++
+			res.IntegrationPassed++
+		case ev.Action == "skip":
+			r.Outcome, r.Detail = "skip", failureLines(output[name], 3)
+			res.Skipped++
+		default:
+			r.Detail = failureLines(output[name], 12)
+			res.Failed++
+		}
+		res.Tests = append(res.Tests, r)
 	}
 	res.Duration = time.Since(start)
 	fmt.Printf("== compat: kgo suite against %s: %d passed (%d of them reach the broker), %d failed, %d skipped, %d excluded, in %v\n",

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -50,17 +51,26 @@ func main() {
 	e2eTimeout := flag.Duration("e2e-timeout", 20*time.Minute, "bound of the e2e test binary")
 	run := flag.String("run", "", "passed to go test -run (default: every test)")
 	e2eSuite := flag.Bool("e2e", true, "run the e2e suite (scripts/e2e)")
+	kgoRunFlag := flag.String("kgo-run", "", "run only the kgo-suite.txt tests this regexp matches (default: every test the list runs; a subset is not held to the floor)")
 	flag.Parse()
+	var kgoOnly *regexp.Regexp
+	if *kgoRunFlag != "" {
+		var err error
+		if kgoOnly, err = regexp.Compile(*kgoRunFlag); err != nil {
+			fmt.Fprintln(os.Stderr, "compat: -kgo-run:", err)
+			os.Exit(2)
+		}
+	}
 	if !*e2eSuite {
 		*run = "^$"
 	}
-	if err := compat(*out, *logs, *kgoSuite, *sidecar, *gateSidecar, *e2eTimeout, *run); err != nil {
+	if err := compat(*out, *logs, *kgoSuite, *sidecar, *gateSidecar, *e2eTimeout, *run, kgoOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "compat:", err)
 		os.Exit(1)
 	}
 }
 
-func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeout time.Duration, run string) error {
+func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeout time.Duration, run string, kgoOnly *regexp.Regexp) error {
 	start := time.Now()
 	if logs == "" {
 		var err error
@@ -77,10 +87,29 @@ func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeou
 	}
 	rep := &report{KafkaVersion: v4, Kafka3Version: v3, Started: start}
 
-	fmt.Printf("== compat: starting Apache Kafka %s (KRaft, single node)\n", v4)
-	broker, err := e2e.StartKafkaBroker(v4, filepath.Join(logs, "kafka-broker"))
+	fmt.Printf("== compat: starting Apache Kafka %s (KRaft, single node, PLAINTEXT and a SASL_PLAINTEXT listener for the kgo suite's SASL tests)\n", v4)
+	// The SASL listener's settings reach scripts/kafka/start.sh through
+	// the environment, only while it starts (the e2e suite's own brokers
+	// must not inherit them).
+	saslEnv, err := e2e.KafkaSASLBrokerEnv(filepath.Join(logs, "kafka-sasl"))
 	if err != nil {
 		return err
+	}
+	for _, kv := range saslEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		_ = os.Setenv(k, v)
+	}
+	broker, err := e2e.StartKafkaBroker(v4, filepath.Join(logs, "kafka-broker"))
+	for _, kv := range saslEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		_ = os.Unsetenv(k)
+	}
+	if err != nil {
+		return err
+	}
+	var kafkaSASL string
+	if b, err := os.ReadFile(filepath.Join(broker.Dir, "listener.SASL_PLAINTEXT")); err == nil {
+		kafkaSASL = strings.TrimSpace(string(b))
 	}
 	defer broker.Stop()
 	rep.BrokerStart = broker.StartTime
@@ -110,6 +139,20 @@ func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeou
 		}
 	}
 	rep.SidecarRan = sidecarAddr != ""
+	// A second sidecar for the kgo suite's SASL tests: SCRAM-SHA-256/512
+	// and OAUTHBEARER (unsigned tokens) on loopback.
+	var sidecarSASL string
+	if sidecarAddr != "" && kgoSuite {
+		tg, stop, ok, err := e2e.StartSASLSidecar()
+		switch {
+		case err != nil:
+			fmt.Printf("== compat: the SASL sidecar did not start; the kgo SASL tests skip themselves against the sidecar:\n%s\n", tail(err.Error(), 40))
+		case ok:
+			defer stop()
+			sidecarSASL = tg.Bootstrap
+			fmt.Printf("== compat: SASL sidecar (SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER unsecured) answers on %s\n", sidecarSASL)
+		}
+	}
 
 	fmt.Printf("== compat: go test -json ./scripts/e2e (log: %s)\n", filepath.Join(logs, "e2e.log"))
 	e2eStart := time.Now()
@@ -129,13 +172,13 @@ func compat(out, logs string, kgoSuite, withSidecar, gateSidecar bool, e2eTimeou
 
 	if kgoSuite {
 		ks := time.Now()
-		res, err := runKgoSuite(broker.Bootstrap, "kafka", logs)
+		res, err := runKgoSuite(broker.Bootstrap, "kafka", logs, kafkaSASL, kgoOnly)
 		if err != nil {
 			return fmt.Errorf("kgo suite: %w", err)
 		}
 		rep.KgoSuites = append(rep.KgoSuites, res)
 		if sidecarAddr != "" {
-			res, err := runKgoSuite(sidecarAddr, "sidecar", logs)
+			res, err := runKgoSuite(sidecarAddr, "sidecar", logs, sidecarSASL, kgoOnly)
 			if err != nil {
 				return fmt.Errorf("kgo suite against the sidecar: %w", err)
 			}
