@@ -30,6 +30,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
@@ -267,6 +268,7 @@ func TestExampleConfigGolden(t *testing.T) {
 			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
 			Producer:       bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
+			Transactions:   txn.Config{MaxTimeout: 15 * time.Minute, IDExpiration: 168 * time.Hour, CheckInterval: 10 * time.Second},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
