@@ -8,8 +8,8 @@ package bridge
 //     50-52), invisible to OffsetFetch (require_stable answers
 //     UNSTABLE_OFFSET_COMMIT for them) until the transaction coordinator
 //     resolves them (Bridge.ResolveTxnOffsets: stored through the normal
-//     commit path on commit, dropped on abort). Held in memory only: lost
-//     when the owner restarts (never committed on abort).
+//     commit path on commit, dropped on abort). In a domain the owner
+//     persists them in Iggy before it answers (bridge/cluster/ostore.go).
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member

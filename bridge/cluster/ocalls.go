@@ -2,9 +2,9 @@ package cluster
 
 // The forwarded calls of pending transactional offsets (bridge/txnoffsets,
 // issue 25; kinds 50-59): the offsets TxnOffsetCommit holds for a group
-// live at the owner of the group's shard, like the group. They are in that
-// owner's memory only: when the shard moves, the pending offsets of open
-// transactions are lost (see bridge/txnoffsets).
+// live at the owner of the group's shard, like the group, which persists
+// every change in Iggy before it answers it and restores a group from there
+// when it first serves it (ostore.go), so they survive an owner move.
 
 import (
 	"context"

@@ -127,6 +127,15 @@ func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
 			return res
 		}
 	}
+	if c.olocal != nil && c.group != nil && r.own.txo.Topic != "" {
+		if g := c.group(p); g != "" {
+			res, ok := oserve(ctx, r, g, k, func() R { return c.olocal(ctx, r.olocal, p) })
+			if !ok {
+				return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
+			}
+			return res
+		}
+	}
 	return c.callLocal(ctx, r, p)
 }
 
