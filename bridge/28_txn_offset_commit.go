@@ -23,7 +23,8 @@ package bridge
 // member id, generation, instance id; v4 no change. v5+ (transaction
 // protocol 2) is not served.
 //
-// Iggy commands: GET_TOPIC (300).
+// Iggy commands: GET_TOPIC (300); at the owner in a domain, SEND_MESSAGES,
+// STORE/GET_CONSUMER_OFFSET, POLL_MESSAGES on __kafka_iggy/txnoffsets.<domain>.
 
 import (
 	"context"

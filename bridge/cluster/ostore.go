@@ -17,7 +17,7 @@ package cluster
 //     transaction coordinator's sweep) retries;
 //   - after an Add or a Forget that changed the group, writes its snapshot
 //     before the call is answered. A failed write undoes the change (the
-//     last persisted snapshot is restored) and the call answers
+//     group leaves memory; its next call reads it again) and the call answers
 //     COORDINATOR_LOAD_IN_PROGRESS: TxnOffsetCommit is retried by the
 //     client, the resolution by the transaction coordinator. So what a
 //     client was told is pending is in Iggy, and what a resolution
@@ -36,30 +36,30 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
-// ostore is the Router's record of what it persisted per group: the last
-// snapshot written or read (absent: not loaded since the shard became
-// ACTIVE here).
+// ostore is the Router's record of what it persisted per group: a hash of
+// the last snapshot written or read (absent: not loaded since the shard
+// became ACTIVE here, or unknown after a failed write).
 type ostore struct {
 	locks [64]sync.Mutex // one group's calls in order, by hash of the id
 	mu    sync.Mutex
-	state map[string][]byte
+	state map[string]uint64
 }
 
 func (s *ostore) lock(group string) *sync.Mutex {
 	return &s.locks[icodec.XXH3([]byte(group))%uint64(len(s.locks))]
 }
 
-func (s *ostore) get(group string) ([]byte, bool) {
+func (s *ostore) get(group string) (uint64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.state[group]
 	return v, ok
 }
 
-func (s *ostore) set(group string, v []byte) {
+func (s *ostore) set(group string, v uint64) {
 	s.mu.Lock()
 	if s.state == nil {
-		s.state = map[string][]byte{}
+		s.state = map[string]uint64{}
 	}
 	s.state[group] = v
 	s.mu.Unlock()
@@ -80,15 +80,16 @@ func (s *ostore) forget(match func(string) bool) {
 // oserve runs f, a call of the local pending-offsets store for group
 // (shard k, ACTIVE here), after the load of the group's persisted pending
 // offsets and before the write of their new state. ok is false when the
-// state could not be read or the new state not written (undone); the
-// caller answers COORDINATOR_LOAD_IN_PROGRESS.
+// state could not be read or the new state not written (then the group
+// leaves memory and is read again from Iggy by its next call); the caller
+// answers COORDINATOR_LOAD_IN_PROGRESS.
 func oserve[R any](ctx context.Context, r *Router, group string, k int, f func() R) (res R, ok bool) {
 	mu := r.ost.lock(group)
 	mu.Lock()
 	defer mu.Unlock()
 	s := r.olocal
 	last, known := r.ost.get(group)
-	if known && !slices.Equal(last, s.Snapshot(group)) {
+	if known && last != icodec.XXH3(s.Snapshot(group)) {
 		known = false // dropped with its shard while this call waited
 	}
 	if !known {
@@ -100,22 +101,23 @@ func oserve[R any](ctx context.Context, r *Router, group string, k int, f func()
 			r.log.Warn().Err(err).Str("group_id", group).Int("shard", k).Msg("coordination: reading the group's pending transactional offsets failed")
 			return res, false
 		}
-		last = s.Snapshot(group)
+		last = icodec.XXH3(s.Snapshot(group))
 		r.ost.set(group, last)
 	}
 	res = f()
 	snap := s.Snapshot(group)
-	if slices.Equal(snap, last) {
+	h := icodec.XXH3(snap)
+	if h == last {
 		return res, true
 	}
 	if err := r.own.storePointed(ctx, r.own.txo, txoConsumer(group), k, snap); err != nil {
 		r.log.Warn().Err(err).Str("group_id", group).Int("shard", k).Msg("coordination: persisting the group's pending transactional offsets failed; the change is undone")
-		if err := s.Restore(group, last); err != nil { // cannot fail: last fitted before
-			r.ost.forget(func(g string) bool { return g == group })
-		}
+		match := func(g string) bool { return g == group }
+		s.Drop(match)
+		r.ost.forget(match)
 		return res, false
 	}
-	r.ost.set(group, snap)
+	r.ost.set(group, h)
 	return res, true
 }
 
