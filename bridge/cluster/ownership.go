@@ -32,8 +32,8 @@ package cluster
 // cgroups.<domain> (cstore.go): a snapshot of the group's state per change
 // and a kind-1 consumer offset kafka.cgs.<group> pointing at the newest, read
 // by the next owner when it first serves the group; so are the pending
-// offsets of TxnOffsetCommit in topic txnoffsets.<domain> (ostore.go,
-// consumer kafka.txo.<group>).
+// offsets of TxnOffsetCommit in topic txnoffsets.<domain> (consumer
+// kafka.txo.<group>, txnoffsets.Durable).
 
 import (
 	"context"
@@ -107,7 +107,7 @@ type ownership struct {
 	coord   iggy.TopicRef
 	gens    iggy.TopicRef
 	cgs     iggy.TopicRef // consumer-protocol group snapshots (cstore.go)
-	txo     iggy.TopicRef // pending transactional offsets (ostore.go)
+	txo     iggy.TopicRef // pending transactional offsets (txnoffsets.Durable)
 	onLoss  func(k int)   // drops the shard's groups; called before the marker
 	onGain  func(k int)
 	nowFunc func() time.Time

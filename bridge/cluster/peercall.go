@@ -55,7 +55,7 @@ type call[P, R any] struct {
 	tlocal func(context.Context, *txn.Coordinator, *P) R
 	// olocal, set instead of local, serves a pending-offsets call with the
 	// local bridge/txnoffsets store (ocalls.go).
-	olocal func(context.Context, *txnoffsets.Pending, *P) R
+	olocal func(context.Context, txnoffsets.Service, *P) R
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error
@@ -121,15 +121,6 @@ func (c *call[P, R]) serveLocal(ctx context.Context, r *Router, k int, p *P) R {
 	if c.clocal != nil && c.group != nil {
 		if g := c.group(p); g != "" {
 			res, ok := cserve(ctx, r, g, k, func() R { return c.clocal(ctx, r.clocal, p) })
-			if !ok {
-				return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
-			}
-			return res
-		}
-	}
-	if c.olocal != nil && c.group != nil && r.own.txo.Topic != "" {
-		if g := c.group(p); g != "" {
-			res, ok := oserve(ctx, r, g, k, func() R { return c.olocal(ctx, r.olocal, p) })
 			if !ok {
 				return c.fail(p, kerr.CoordinatorLoadInProgress.Code, failMoving)
 			}

@@ -59,8 +59,8 @@ type Router struct {
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
 	cst    cstore               // their persisted state (cstore.go)
 	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
-	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
-	ost    ostore               // their persisted state (ostore.go)
+	olocal txnoffsets.Service   // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
+	odur   *txnoffsets.Durable  // olocal persisted in txnoffsets.<domain>
 	own    *ownership
 	secret []byte
 	ln     net.Listener
@@ -208,9 +208,8 @@ func (r *Router) shardLost(k int) {
 		dropped += r.clocal.Drop(func(g string) bool { return Shard(g, n) == k })
 		r.cst.forget(func(g string) bool { return Shard(g, n) == k })
 	}
-	if r.olocal != nil {
-		r.olocal.Drop(func(g string) bool { return Shard(g, n) == k })
-		r.ost.forget(func(g string) bool { return Shard(g, n) == k })
+	if r.odur != nil {
+		r.odur.Drop(func(g string) bool { return Shard(g, n) == k })
 	}
 	r.seedMu.Lock()
 	for g := range r.ceiling {

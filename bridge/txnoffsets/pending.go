@@ -7,16 +7,15 @@
 //
 // Where. The pending offsets of a group live in the memory of the owner of
 // the group's shard (bridge/cluster forwards the calls, kinds 50-53), or of
-// the one sidecar. In a coordination domain the owner persists each change
-// of a group in Iggy before it answers it (a snapshot of the group,
-// Snapshot, in topic txnoffsets.<domain>; bridge/cluster/ostore.go) and the
-// next owner of the shard restores it (Restore) before it serves the group,
-// so a SIGKILLed or restarted owner loses nothing: a transaction that then
-// commits commits its offsets, once (its resolution's Forget is persisted
-// too). A sidecar without peers keeps them in memory only: its restart
-// before EndTxn loses them (the transaction then commits its records
-// without its offsets). Nothing is ever committed that its transaction did
-// not commit.
+// the one sidecar, which persists each change of a group in Iggy before it
+// answers it (Durable: a snapshot of the group in topic
+// __kafka_iggy/txnoffsets.<domain>, the group's shard partition, or
+// __kafka_iggy/txnoffsets for a sidecar without peers) and restores it
+// before it first serves the group (after a restart, or as the next owner
+// of the shard), so a SIGKILLed or restarted owner loses nothing: a
+// transaction that then commits commits its offsets, once (its
+// resolution's Forget is persisted too). Nothing is ever committed that
+// its transaction did not commit.
 //
 // Bounds: at most MaxEntries partitions pending in all (TxnOffsetCommit
 // beyond it answers COORDINATOR_LOAD_IN_PROGRESS, retriable), each charged

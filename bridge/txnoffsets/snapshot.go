@@ -1,8 +1,8 @@
 package txnoffsets
 
-// Snapshots of one group's pending offsets, the records the owner of the
-// group's shard persists in Iggy before it answers a change (bridge/cluster
-// ostore.go) and the next owner restores.
+// Snapshots of one group's pending offsets, the records Durable persists
+// in Iggy before it answers a change and restores after a restart or an
+// owner move.
 //
 // Layout (big-endian): version u8 (1), group (u16 length + bytes),
 // producer count u32, then per producer in producer id order: producer id

@@ -167,3 +167,104 @@ func testTxnOffsetsOwnerKill(t *testing.T, commit bool) {
 		t.Fatalf("offset fetch: %d code %d (%v), want %d", off, code, err, want)
 	}
 }
+
+// TestTxnOffsetsSurviveLoneSidecarKill: a sidecar without peers (embedded
+// Iggy keeping its data) is SIGKILLed after TxnOffsetCommit answered and
+// before EndTxn; restarted on the same data, it recovers the pending
+// offsets from __kafka_iggy/txnoffsets: EndTxn commit makes them the
+// group's committed offset, abort never does.
+func TestTxnOffsetsSurviveLoneSidecarKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sidecar processes")
+	}
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			dir := t.TempDir()
+			p := startSidecarProc(t, dir, 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const topic, group, id = "txn-offsets-lone", "g-lone", "txo-lone"
+			newClient := func(addr string, opts ...kgo.Opt) *kgo.Client {
+				cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(cl.Close)
+				return cl
+			}
+			prod := newClient(p.kafka, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err := prod.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			pid, epoch, err := prod.ProducerID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+			ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, group
+			if r, err := ao.RequestWith(ctx, prod); err != nil || r.ErrorCode != 0 {
+				t.Fatalf("add offsets to txn: %+v %v", r, err)
+			}
+			tc := kmsg.NewPtrTxnOffsetCommitRequest()
+			tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, group, pid, epoch, -1
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Offset = 1
+			rt.Partitions = append(rt.Partitions, rp)
+			tc.Topics = append(tc.Topics, rt)
+			if r, err := tc.RequestWith(ctx, prod); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("txn offset commit: %+v %v", r, err)
+			}
+
+			if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-p.done
+			p = startSidecarProc(t, dir, 5*time.Second)
+			cl := newClient(p.kafka)
+			waitFor(t, 60*time.Second, "EndTxn at the restarted sidecar", func() error {
+				et := kmsg.NewPtrEndTxnRequest()
+				et.TransactionalID, et.ProducerID, et.ProducerEpoch, et.Commit = id, pid, epoch, commit
+				r, err := et.RequestWith(ctx, cl)
+				if err != nil {
+					return err
+				}
+				if r.ErrorCode != 0 {
+					return fmt.Errorf("code %d", r.ErrorCode)
+				}
+				return nil
+			})
+			want := int64(-1)
+			if commit {
+				want = 1
+			}
+			waitFor(t, 30*time.Second, "the group's committed offset after the restart", func() error {
+				req := kmsg.NewPtrOffsetFetchRequest()
+				req.Group, req.RequireStable = group, true
+				ft := kmsg.NewOffsetFetchRequestTopic()
+				ft.Topic, ft.Partitions = topic, []int32{0}
+				req.Topics = append(req.Topics, ft)
+				resp, err := req.RequestWith(ctx, cl)
+				if err != nil {
+					return err
+				}
+				var off int64
+				var code int16
+				if len(resp.Groups) == 1 && len(resp.Groups[0].Topics) == 1 {
+					off, code = resp.Groups[0].Topics[0].Partitions[0].Offset, resp.Groups[0].Topics[0].Partitions[0].ErrorCode
+				} else {
+					off, code = resp.Topics[0].Partitions[0].Offset, resp.Topics[0].Partitions[0].ErrorCode
+				}
+				if off != want || code != 0 {
+					return fmt.Errorf("offset %d code %d, want %d code 0", off, code, want)
+				}
+				return nil
+			})
+		})
+	}
+}
