@@ -55,6 +55,7 @@ type Durable struct {
 	locks [64]sync.Mutex // one group's calls in order, by hash of the id
 	mu    sync.Mutex
 	state map[string]uint64 // group -> hash of the last snapshot written or read
+	drops uint64            // Drop calls so far: a serve they overlap records nothing
 }
 
 var _ Service = (*Durable)(nil)
@@ -70,6 +71,7 @@ func NewDurable(p *Pending, store Store, log zerolog.Logger) *Durable {
 // sidecar): memory and what is known of their persisted state.
 func (d *Durable) Drop(match func(group string) bool) {
 	d.mu.Lock()
+	d.drops++
 	for g := range d.state {
 		if match(g) {
 			delete(d.state, g)
@@ -88,6 +90,7 @@ func (d *Durable) serve(ctx context.Context, group string, f func()) bool {
 	defer mu.Unlock()
 	d.mu.Lock()
 	last, known := d.state[group]
+	drops := d.drops
 	d.mu.Unlock()
 	if known && last != maphash.Bytes(seed, d.p.Snapshot(group)) {
 		known = false // dropped (its shard moved) while this call waited
@@ -102,7 +105,7 @@ func (d *Durable) serve(ctx context.Context, group string, f func()) bool {
 			return false
 		}
 		last = maphash.Bytes(seed, d.p.Snapshot(group))
-		d.set(group, last)
+		d.set(group, last, drops)
 	}
 	f()
 	snap := d.p.Snapshot(group)
@@ -115,13 +118,19 @@ func (d *Durable) serve(ctx context.Context, group string, f func()) bool {
 		d.Drop(func(g string) bool { return g == group })
 		return false
 	}
-	d.set(group, h)
+	d.set(group, h, drops)
 	return true
 }
 
-func (d *Durable) set(group string, h uint64) {
+// set records h for group unless a Drop ran since the serve began (the
+// group may have moved away and back: its next call reads Iggy again).
+func (d *Durable) set(group string, h uint64, drops uint64) {
 	d.mu.Lock()
-	d.state[group] = h
+	if d.drops == drops {
+		d.state[group] = h
+	} else {
+		delete(d.state, group)
+	}
 	d.mu.Unlock()
 }
 

@@ -14,6 +14,7 @@ type memStore struct {
 	snaps map[string][]byte
 	fail  bool
 	saves int
+	hook  func() // after a save
 }
 
 func (m *memStore) Load(_ context.Context, group string) ([]byte, bool, error) {
@@ -27,6 +28,9 @@ func (m *memStore) Save(_ context.Context, group string, snap []byte) error {
 	}
 	m.saves++
 	m.snaps[group] = snap
+	if m.hook != nil {
+		m.hook()
+	}
 	return nil
 }
 
@@ -84,5 +88,28 @@ func TestDurable(t *testing.T) {
 	st.fail = false
 	if offs, _ := NewDurable(New(nil), st, zerolog.Nop()).Pending(ctx, "h", 6, 0); len(offs) != 1 {
 		t.Fatalf("pending after a failed forget: %+v", offs)
+	}
+}
+
+// A group whose shard moves away while its call is being served, and back
+// after another owner changed it, is read again from the store.
+func TestDurableMovedAwayAndBack(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{snaps: map[string][]byte{}}
+	d := NewDurable(New(nil), st, zerolog.Nop())
+	other := NewDurable(New(nil), st, zerolog.Nop())
+	_ = d.Add(ctx, "g", 1, 0, []Offset{{"t", 0, 1}})
+	st.hook = func() { // the shard leaves d while its Forget is saved
+		st.hook = nil
+		d.Drop(func(string) bool { return true })
+	}
+	if c := d.Forget(ctx, "g", 1, 0); c != 0 {
+		t.Fatal(c)
+	}
+	if c := other.Add(ctx, "g", 2, 0, []Offset{{"t", 0, 9}}); c != 0 { // the other owner
+		t.Fatal(c)
+	}
+	if offs, c := d.Pending(ctx, "g", 2, 0); c != 0 || len(offs) != 1 || offs[0].Offset != 9 {
+		t.Fatalf("back at d: %+v %d, want the other owner's offset", offs, c)
 	}
 }
