@@ -8,8 +8,8 @@ package bridge
 //     50-52), invisible to OffsetFetch (require_stable answers
 //     UNSTABLE_OFFSET_COMMIT for them) until the transaction coordinator
 //     resolves them (Bridge.ResolveTxnOffsets: stored through the normal
-//     commit path on commit, dropped on abort). Held in memory only: lost
-//     when the owner restarts (never committed on abort).
+//     commit path on commit, dropped on abort). Persisted in Iggy before
+//     the answer (txnoffsets.Durable): a restart or an owner move keeps them.
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
@@ -23,7 +23,8 @@ package bridge
 // member id, generation, instance id; v4 no change. v5+ (transaction
 // protocol 2) is not served.
 //
-// Iggy commands: GET_TOPIC (300).
+// Iggy commands: GET_TOPIC (300); at the owner SEND_MESSAGES, STORE/GET_
+// CONSUMER_OFFSET, POLL_MESSAGES on __kafka_iggy/txnoffsets[.<domain>].
 
 import (
 	"context"

@@ -84,7 +84,7 @@ type Options struct {
 	// TxnOffsets, when set, wraps the local store of pending transactional
 	// offsets into the service TxnOffsetCommit and OffsetFetch call
 	// (bridge/cluster's Router forwards to the group's owner). Nil: the
-	// local store serves every group.
+	// local store serves every group, persisted in __kafka_iggy/txnoffsets.
 	TxnOffsets func(local *txnoffsets.Pending) txnoffsets.Service
 	// Budget is the process's memory budget that fetch buffers draw from
 	// (nil: unlimited). The front door shares it (proxy.WithBudget).
@@ -184,9 +184,11 @@ func New(o Options) (*Bridge, error) {
 	if o.Transactions != nil {
 		b.txns.Svc = o.Transactions(b.tcoord)
 	}
-	b.txnOffsets = txnoffsets.New(o.Budget)
-	if o.TxnOffsets != nil {
-		b.txnOffsets = o.TxnOffsets(b.txnOffsets.(*txnoffsets.Pending))
+	if pend := txnoffsets.New(o.Budget); o.TxnOffsets != nil {
+		b.txnOffsets = o.TxnOffsets(pend)
+	} else { // a lone sidecar: one partition of its own (txnoffsets.Durable)
+		b.txnOffsets = txnoffsets.NewDurable(pend, &txnoffsets.IggyStore{Client: b.iggy, Ref: iggy.TopicRef{Stream: txn.DefaultLog.Stream, Topic: "txnoffsets"},
+			Partition: func(string) uint32 { return 0 }, Create: true, Partitions: 1}, o.Log)
 	}
 	b.txnReads = txnread.New(txnread.Config{}, b.pollTail, producers.SequenceOf, o.Budget, o.Log.With().Str("component", "txnread").Logger())
 	if o.Config.Telemetry.Enabled {

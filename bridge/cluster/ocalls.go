@@ -2,9 +2,11 @@ package cluster
 
 // The forwarded calls of pending transactional offsets (bridge/txnoffsets,
 // issue 25; kinds 50-59): the offsets TxnOffsetCommit holds for a group
-// live at the owner of the group's shard, like the group. They are in that
-// owner's memory only: when the shard moves, the pending offsets of open
-// transactions are lost (see bridge/txnoffsets).
+// live at the owner of the group's shard, like the group, which persists
+// every change in Iggy before it answers it and restores a group from there
+// when it first serves it (txnoffsets.Durable over topic
+// txnoffsets.<domain>, one partition per shard), so they survive an owner
+// move.
 
 import (
 	"context"
@@ -61,7 +63,7 @@ var pendAddCall = register(&call[pendReq, codeAnswer]{
 	kind: 50, name: "txn_offsets_add",
 	group: pendGroup, params: pendReqBody, answer: codeBody,
 	code: func(a *codeAnswer) int16 { return a.code },
-	olocal: func(ctx context.Context, s *txnoffsets.Pending, p *pendReq) codeAnswer {
+	olocal: func(ctx context.Context, s txnoffsets.Service, p *pendReq) codeAnswer {
 		return codeAnswer{s.Add(ctx, p.group, p.pid, p.epoch, p.offs)}
 	},
 	fail: func(_ *pendReq, code int16, _ failure) codeAnswer { return codeAnswer{code} },
@@ -71,7 +73,7 @@ var pendPendingCall = register(&call[pendReq, pendAnswer]{
 	kind: 51, name: "txn_offsets_pending",
 	group: pendGroup, params: pendReqBody, answer: pendAnswerBody,
 	code: func(a *pendAnswer) int16 { return a.code },
-	olocal: func(ctx context.Context, s *txnoffsets.Pending, p *pendReq) pendAnswer {
+	olocal: func(ctx context.Context, s txnoffsets.Service, p *pendReq) pendAnswer {
 		offs, code := s.Pending(ctx, p.group, p.pid, p.epoch)
 		return pendAnswer{code: code, offs: offs}
 	},
@@ -82,7 +84,7 @@ var pendForgetCall = register(&call[pendReq, codeAnswer]{
 	kind: 52, name: "txn_offsets_forget",
 	group: pendGroup, params: pendReqBody, answer: codeBody,
 	code: func(a *codeAnswer) int16 { return a.code },
-	olocal: func(ctx context.Context, s *txnoffsets.Pending, p *pendReq) codeAnswer {
+	olocal: func(ctx context.Context, s txnoffsets.Service, p *pendReq) codeAnswer {
 		return codeAnswer{s.Forget(ctx, p.group, p.pid, p.epoch)}
 	},
 	fail: func(_ *pendReq, code int16, _ failure) codeAnswer { return codeAnswer{code} },
@@ -92,7 +94,7 @@ var pendUnstableCall = register(&call[pendReq, pendAnswer]{
 	kind: 53, name: "txn_offsets_unstable",
 	group: pendGroup, params: pendReqBody, answer: pendAnswerBody,
 	code: func(a *pendAnswer) int16 { return a.code },
-	olocal: func(ctx context.Context, s *txnoffsets.Pending, p *pendReq) pendAnswer {
+	olocal: func(ctx context.Context, s txnoffsets.Service, p *pendReq) pendAnswer {
 		flags, code := s.Unstable(ctx, p.group, p.offs)
 		return pendAnswer{code: code, flags: flags}
 	},
@@ -109,7 +111,12 @@ var pendUnstableCall = register(&call[pendReq, pendAnswer]{
 // of the groups this sidecar owns with local, and returns the
 // txnoffsets.Service the bridge calls (bridge.Options.TxnOffsets).
 func (r *Router) WrapTxnOffsets(local *txnoffsets.Pending) txnoffsets.Service {
-	r.olocal = local
+	r.odur = txnoffsets.NewDurable(local, &txnoffsets.IggyStore{
+		Client: r.own.data, Ref: r.own.txo,
+		Partition: func(g string) uint32 { return uint32(Shard(g, r.own.count())) },
+		Now:       func() int64 { return r.own.now().UnixMicro() },
+	}, r.log)
+	r.olocal = r.odur
 	return offsetsRouter{r}
 }
 

@@ -31,7 +31,9 @@ package cluster
 // Consumer-protocol (KIP-848) groups are persisted the same way in topic
 // cgroups.<domain> (cstore.go): a snapshot of the group's state per change
 // and a kind-1 consumer offset kafka.cgs.<group> pointing at the newest, read
-// by the next owner when it first serves the group.
+// by the next owner when it first serves the group; so are the pending
+// offsets of TxnOffsetCommit in topic txnoffsets.<domain> (consumer
+// kafka.txo.<group>, txnoffsets.Durable).
 
 import (
 	"context"
@@ -105,6 +107,7 @@ type ownership struct {
 	coord   iggy.TopicRef
 	gens    iggy.TopicRef
 	cgs     iggy.TopicRef // consumer-protocol group snapshots (cstore.go)
+	txo     iggy.TopicRef // pending transactional offsets (txnoffsets.Durable)
 	onLoss  func(k int)   // drops the shard's groups; called before the marker
 	onGain  func(k int)
 	nowFunc func() time.Time
@@ -136,7 +139,7 @@ func (o *ownership) setup(ctx context.Context) error {
 		return fmt.Errorf("create stream %s: %w", o.cfg.Stream, err)
 	}
 	var k uint32
-	for _, ref := range []iggy.TopicRef{o.coord, o.gens, o.cgs} {
+	for _, ref := range []iggy.TopicRef{o.coord, o.gens, o.cgs, o.txo} {
 		n := uint32(o.cfg.Shards)
 		if ref != o.coord {
 			n = k // a topic added later follows the domain's shard count

@@ -55,7 +55,7 @@ type call[P, R any] struct {
 	tlocal func(context.Context, *txn.Coordinator, *P) R
 	// olocal, set instead of local, serves a pending-offsets call with the
 	// local bridge/txnoffsets store (ocalls.go).
-	olocal func(context.Context, *txnoffsets.Pending, *P) R
+	olocal func(context.Context, txnoffsets.Service, *P) R
 	fail   func(*P, int16, failure) R
 	// check, when set, rejects an answer that does not fit its request.
 	check func(*P, *R) error

@@ -59,7 +59,8 @@ type Router struct {
 	clocal *cgroups.Coordinator // consumer-protocol groups (ccalls.go); nil until WrapConsumer
 	cst    cstore               // their persisted state (cstore.go)
 	tlocal *txn.Coordinator     // transactional ids (tcalls.go); nil until WrapTxn
-	olocal *txnoffsets.Pending  // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
+	olocal txnoffsets.Service   // pending transactional offsets (ocalls.go); nil until WrapTxnOffsets
+	odur   *txnoffsets.Durable  // olocal persisted in txnoffsets.<domain>
 	own    *ownership
 	secret []byte
 	ln     net.Listener
@@ -112,6 +113,7 @@ func NewRouter(o Options) (*Router, error) {
 		coord:  iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "coord." + o.Coordination.Domain},
 		gens:   iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "gens." + o.Coordination.Domain},
 		cgs:    iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "cgroups." + o.Coordination.Domain},
+		txo:    iggy.TopicRef{Stream: o.Coordination.Stream, Topic: "txnoffsets." + o.Coordination.Domain},
 		onLoss: r.shardLost,
 	}
 	return r, nil
@@ -205,6 +207,9 @@ func (r *Router) shardLost(k int) {
 	if r.clocal != nil {
 		dropped += r.clocal.Drop(func(g string) bool { return Shard(g, n) == k })
 		r.cst.forget(func(g string) bool { return Shard(g, n) == k })
+	}
+	if r.odur != nil {
+		r.odur.Drop(func(g string) bool { return Shard(g, n) == k })
 	}
 	r.seedMu.Lock()
 	for g := range r.ceiling {

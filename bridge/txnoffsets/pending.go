@@ -6,13 +6,16 @@
 // ResolveTxnOffsets, which the transaction coordinator calls).
 //
 // Where. The pending offsets of a group live in the memory of the owner of
-// the group's shard (bridge/cluster forwards the calls, kinds 50-52), or of
-// the one sidecar. They are not persisted: when that sidecar restarts or the
-// shard moves, the pending offsets of open transactions are lost. A
-// transaction that then commits commits its records without its offsets
-// (the consumer resumes from the group's previous commit and processes
-// those records again); a transaction that aborts loses nothing. Nothing is
-// ever committed that its transaction did not commit.
+// the group's shard (bridge/cluster forwards the calls, kinds 50-53), or of
+// the one sidecar, which persists each change of a group in Iggy before it
+// answers it (Durable: a snapshot of the group in topic
+// __kafka_iggy/txnoffsets.<domain>, the group's shard partition, or
+// __kafka_iggy/txnoffsets for a sidecar without peers) and restores it
+// before it first serves the group (after a restart, or as the next owner
+// of the shard), so a SIGKILLed or restarted owner loses nothing: a
+// transaction that then commits commits its offsets, once (its
+// resolution's Forget is persisted too). Nothing is ever committed that
+// its transaction did not commit.
 //
 // Bounds: at most MaxEntries partitions pending in all (TxnOffsetCommit
 // beyond it answers COORDINATOR_LOAD_IN_PROGRESS, retriable), each charged
@@ -57,11 +60,6 @@ type Service interface {
 	Unstable(ctx context.Context, group string, parts []Offset) ([]bool, int16)
 }
 
-type producerKey struct {
-	group string
-	pid   int64
-}
-
 type pending struct {
 	epoch int16
 	offs  map[tp]int64
@@ -72,21 +70,26 @@ type tp struct {
 	partition int32
 }
 
+// groupState is what one group holds pending.
+type groupState struct {
+	prods map[int64]*pending // by producer id
+	parts map[tp]int         // pending producers per partition
+}
+
 // Pending is the in-memory store of one sidecar. Safe for concurrent use.
 type Pending struct {
 	budget *budget.Budget
 
-	mu      sync.Mutex
-	byPID   map[producerKey]*pending
-	byGroup map[string]map[tp]int // pending producers per partition
-	n       int
+	mu     sync.Mutex
+	groups map[string]*groupState
+	n      int
 }
 
 var _ Service = (*Pending)(nil)
 
 // New returns an empty store charging b (nil: no budget).
 func New(b *budget.Budget) *Pending {
-	return &Pending{budget: b, byPID: map[producerKey]*pending{}, byGroup: map[string]map[tp]int{}}
+	return &Pending{budget: b, groups: map[string]*groupState{}}
 }
 
 // Add implements Service. A newer epoch of the producer replaces what an
@@ -94,40 +97,44 @@ func New(b *budget.Budget) *Pending {
 func (s *Pending) Add(_ context.Context, group string, producerID int64, epoch int16, offs []Offset) int16 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := producerKey{group, producerID}
-	p := s.byPID[k]
+	g := s.groups[group]
+	var p *pending
+	if g != nil {
+		p = g.prods[producerID]
+	}
 	switch {
 	case p != nil && epoch < p.epoch:
 		return kerr.InvalidProducerEpoch.Code
 	case p != nil && epoch > p.epoch:
-		s.dropLocked(k, p)
+		s.dropLocked(group, producerID)
 		p = nil
 	}
-	if p == nil {
-		p = &pending{epoch: epoch, offs: map[tp]int64{}}
-		s.byPID[k] = p
-	}
-	added := 0
+	added := 0 // distinct partitions p does not hold yet
+	seen := make(map[tp]struct{}, len(offs))
 	for _, o := range offs {
-		if _, ok := p.offs[tp{o.Topic, o.Partition}]; !ok {
+		key := tp{o.Topic, o.Partition}
+		if _, dup := seen[key]; dup {
+			continue
+		}
+		seen[key] = struct{}{}
+		if p == nil {
+			added++
+		} else if _, ok := p.offs[key]; !ok {
 			added++
 		}
 	}
 	if s.n+added > MaxEntries {
-		if len(p.offs) == 0 {
-			delete(s.byPID, k)
-		}
 		return kerr.CoordinatorLoadInProgress.Code
 	}
+	if p == nil {
+		p = &pending{epoch: epoch, offs: map[tp]int64{}}
+		s.groupLocked(group).prods[producerID] = p
+	}
+	g = s.groups[group]
 	for _, o := range offs {
 		key := tp{o.Topic, o.Partition}
 		if _, ok := p.offs[key]; !ok {
-			g := s.byGroup[group]
-			if g == nil {
-				g = map[tp]int{}
-				s.byGroup[group] = g
-			}
-			g[key]++
+			g.parts[key]++
 		}
 		p.offs[key] = o.Offset
 	}
@@ -136,11 +143,24 @@ func (s *Pending) Add(_ context.Context, group string, producerID int64, epoch i
 	return 0
 }
 
+func (s *Pending) groupLocked(group string) *groupState {
+	g := s.groups[group]
+	if g == nil {
+		g = &groupState{prods: map[int64]*pending{}, parts: map[tp]int{}}
+		s.groups[group] = g
+	}
+	return g
+}
+
 // Pending implements Service.
 func (s *Pending) Pending(_ context.Context, group string, producerID int64, epoch int16) ([]Offset, int16) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.byPID[producerKey{group, producerID}]
+	g := s.groups[group]
+	if g == nil {
+		return nil, 0
+	}
+	p := g.prods[producerID]
 	if p == nil || p.epoch > epoch {
 		return nil, 0
 	}
@@ -155,26 +175,29 @@ func (s *Pending) Pending(_ context.Context, group string, producerID int64, epo
 func (s *Pending) Forget(_ context.Context, group string, producerID int64, epoch int16) int16 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := producerKey{group, producerID}
-	if p := s.byPID[k]; p != nil && p.epoch <= epoch {
-		s.dropLocked(k, p)
+	if g := s.groups[group]; g != nil {
+		if p := g.prods[producerID]; p != nil && p.epoch <= epoch {
+			s.dropLocked(group, producerID)
+		}
 	}
 	return 0
 }
 
-func (s *Pending) dropLocked(k producerKey, p *pending) {
-	g := s.byGroup[k.group]
+// dropLocked drops what producerID holds for group (present).
+func (s *Pending) dropLocked(group string, producerID int64) {
+	g := s.groups[group]
+	p := g.prods[producerID]
 	for key := range p.offs {
-		if g[key]--; g[key] <= 0 {
-			delete(g, key)
+		if g.parts[key]--; g.parts[key] <= 0 {
+			delete(g.parts, key)
 		}
 	}
-	if len(g) == 0 {
-		delete(s.byGroup, k.group)
+	delete(g.prods, producerID)
+	if len(g.prods) == 0 {
+		delete(s.groups, group)
 	}
 	s.n -= len(p.offs)
 	s.budget.Release(int64(len(p.offs)) * entryBytes)
-	delete(s.byPID, k)
 }
 
 // Unstable implements Service.
@@ -182,11 +205,39 @@ func (s *Pending) Unstable(_ context.Context, group string, parts []Offset) ([]b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]bool, len(parts))
-	g := s.byGroup[group]
+	g := s.groups[group]
+	if g == nil {
+		return out, 0
+	}
 	for i, p := range parts {
-		out[i] = g[tp{p.Topic, p.Partition}] > 0
+		out[i] = g.parts[tp{p.Topic, p.Partition}] > 0
 	}
 	return out, 0
+}
+
+// Has reports whether group holds anything pending.
+func (s *Pending) Has(group string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[group] != nil
+}
+
+// Drop forgets every group for which match is true (their owner moved
+// away; the new owner restores them from Iggy). It returns how many.
+func (s *Pending) Drop(match func(group string) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for group, g := range s.groups {
+		if !match(group) {
+			continue
+		}
+		for pid := range g.prods {
+			s.dropLocked(group, pid)
+		}
+		n++
+	}
+	return n
 }
 
 // Resolve ends what s holds for (group, producer id) at an epoch up to

@@ -67,7 +67,7 @@ var layers = map[string]rule{
 	"bridge/txn":           {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/kafkacode":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	"bridge/fetchread":     {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
-	"bridge/txnoffsets":    {imports: []string{"budget"}},
+	"bridge/txnoffsets":    {imports: with(iggyCodec, "budget", "bridge/iggy")},
 	"bridge/txnread":       {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy")},
 	// bridge's end-to-end tests drive the API files through the front door.
 	"auth":   {imports: with(iggyCodec, "bridge/iggy"), tests: testKit},

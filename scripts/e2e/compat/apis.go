@@ -50,7 +50,7 @@ var kafkaAPIs = []kafkaAPI{
 	{25, "AddOffsetsToTxn", "v0-v4", "served v0-v4", ""},
 	{26, "EndTxn", "v0-v5", "served v0-v4", "v5 " + issue(25, "transaction protocol v2 (KIP-890)")},
 	{27, "WriteTxnMarkers", "v1-v2", "not advertised", issue(25, "transactions") + "; broker-to-broker"},
-	{28, "TxnOffsetCommit", "v0-v6", "served v0-v4", "offsets pending at the group's owner until the transaction ends, in memory (lost if that sidecar restarts); v5+ (transaction protocol 2): " + issue(25, "transactions")},
+	{28, "TxnOffsetCommit", "v0-v6", "served v0-v4", "offsets pending at the group's owner until the transaction ends, persisted in Iggy before the answer (a restarted sidecar or a new owner of the group recovers them); v5+ (transaction protocol 2): " + issue(25, "transactions")},
 	{29, "DescribeACLs", "v1-v3", "served v1-v3", "with sasl.authorization principal: the asking principal's Iggy permissions as ACLs; otherwise SECURITY_DISABLED, as Kafka without an authorizer"},
 	{30, "CreateACLs", "v1-v3", "served v1-v3", "SECURITY_DISABLED, as Kafka without an authorizer (with per-principal authorization the ACLs are Iggy permissions, changed in Iggy)"},
 	{31, "DeleteACLs", "v1-v3", "served v1-v3", "SECURITY_DISABLED, as Kafka without an authorizer (with per-principal authorization the ACLs are Iggy permissions, changed in Iggy)"},
