@@ -30,7 +30,6 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
-	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
@@ -268,7 +267,6 @@ func TestExampleConfigGolden(t *testing.T) {
 			Offsets:        bridge.OffsetsConfig{Mode: "auto"},
 			Producer:       bridge.ProducerConfig{InstanceID: 7, MaxTrackedProducers: 10000, RecoveryTailMessages: 4096},
 			Fetch:          bridge.FetchConfig{RepollInterval: 50 * time.Millisecond, MaxBytes: 57671680, SessionCacheSlots: 1000, MaxWait: 30 * time.Second},
-			Transactions:   txn.Config{MaxTimeout: 15 * time.Minute, IDExpiration: 168 * time.Hour, CheckInterval: 10 * time.Second},
 		},
 		Iggy: iggy.Config{
 			Address:           "iggy.iggy.svc:8090",
@@ -315,6 +313,8 @@ func TestExampleConfigGolden(t *testing.T) {
 		Peers:        cluster.DefaultPeersConfig(),
 		Coordination: cluster.DefaultCoordinationConfig(),
 	}
+	tx := &want.Bridge.Transactions // the example's transactions section
+	tx.MaxTimeout, tx.IDExpiration, tx.CheckInterval = 15*time.Minute, 168*time.Hour, 10*time.Second
 	tm := &want.Bridge.Telemetry // the example's telemetry section: the defaults, off
 	tm.Metrics = []string{"org.apache.kafka.producer.", "org.apache.kafka.consumer."}
 	tm.PushInterval, tm.MaxBytes, tm.MaxClients, tm.MaxSeriesPerClient = 5*time.Minute, 1048576, 1000, 2000
