@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +140,11 @@ func TestZombieAcrossSidecars(t *testing.T) {
 		for _, via := range []*sidecarProc{a, b} {
 			checkCommitted(read(via, topic, kgo.ReadCommitted(), allP2))
 		}
+		// The Java consumer (Kafka 4.x's console consumer) reads the
+		// partition until 4 s pass without a record.
+		if got := javaConsume(t, a.kafka, topic, "read_committed"); !slices.Equal(got, []string{"p2-0", "p2-1", "p2-2", "p2-3", "p2-4"}) {
+			t.Errorf("the Java consumer at read_committed read %v", got)
+		}
 	})
 
 	t.Run("writers", func(t *testing.T) {
@@ -157,4 +166,38 @@ func TestZombieAcrossSidecars(t *testing.T) {
 		commitP2(p2)
 		checkCommitted(read(c, topic, kgo.ReadCommitted(), allP2))
 	})
+}
+
+// javaConsume reads partition 0 of topic from its start with Kafka 4.x's
+// console consumer (scripts/kafka/run.sh, installed by
+// scripts/install-test-deps.sh) at isolation level iso, until 4 s pass
+// without a record, and returns the values read. Skips without the tools
+// (fails in CI).
+func javaConsume(t *testing.T, bootstrap, topic, iso string) []string {
+	t.Helper()
+	cache := os.Getenv("KAFKA_IGGY_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "kafka-iggy")
+	}
+	_, jerr := exec.LookPath("java")
+	if m, _ := filepath.Glob(filepath.Join(cache, "kafka-4.*", "mainclasses")); len(m) == 0 || jerr != nil {
+		msg := "java or the Kafka 4.x tools missing; run scripts/install-test-deps.sh"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "scripts", "kafka", "run.sh"), "console-consumer",
+		"--bootstrap-server", bootstrap, "--topic", topic, "--partition", "0", "--offset", "earliest",
+		"--isolation-level", iso, "--timeout-ms", "4000")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("console-consumer: %v\n%s", err, stderr.String())
+	}
+	return strings.Fields(string(out))
 }
