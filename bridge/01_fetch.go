@@ -520,7 +520,7 @@ func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, 
 		if err != nil {
 			return dst, fetchread.Result{Code: dataErrCode(ctx, f.b.log, rq, err, p.topic, "fetch: transaction scan failed")}
 		}
-		in.Stop, in.StopBefore = true, lso
+		in.Stop, in.StopBefore, in.Drop = true, lso, f.b.txnReads.Late(txnread.Key{Topic: p.topic, Partition: p.partition})
 	}
 	dst, r := f.reader.Read(ctx, &in, dst, limit, atLeastOne)
 	if r.Err != nil {

@@ -180,7 +180,7 @@ func New(o Options) (*Bridge, error) {
 		producers.Deps{Client: b.iggy, Ref: b.topics.ref, Poll: b.pollTail}, o.Log)
 	b.tcoord = txn.New(o.Config.Transactions, txn.Deps{Client: b.iggy, Ref: b.topics.ref, NewProducerID: b.pids.NewID,
 		Offsets: b, Wake: b.notify.wake}, o.Log.With().Str("component", "transactions").Logger())
-	b.txns = &txn.Frontend{Svc: b.tcoord, Gate: txn.NewGate(pc.MaxTrackedProducers), CheckPartition: b.txnPartition, Log: o.Log}
+	b.txns = &txn.Frontend{Svc: b.tcoord, Gate: txn.NewGate(pc.MaxTrackedProducers), CheckPartition: b.txnPartition, CheckEvery: o.Config.Transactions.ProducerCheck, Log: o.Log}
 	if o.Transactions != nil {
 		b.txns.Svc = o.Transactions(b.tcoord)
 	}

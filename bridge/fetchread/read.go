@@ -76,7 +76,8 @@ type Part struct {
 	LogAppendTime bool  // the topic's message.timestamp.type
 	Stop          bool  // read_committed: nothing at or past StopBefore
 	StopBefore    int64
-	Version       int16 // the Fetch version (v0-v3: message sets)
+	Drop          func(records.TxnMark, uint64) bool // read_committed: records.BatchWriter.Drop
+	Version       int16                              // the Fetch version (v0-v3: message sets)
 	ConnID        uint64
 	CorrID        int32
 }
@@ -138,6 +139,7 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 	defer f.writers.Put(w)
 	w.LogAppendTime = p.LogAppendTime
 	w.Stop, w.StopBefore, r.LSO = p.Stop, uint64(max(p.StopBefore, 0)), p.StopBefore
+	w.Drop = p.Drop
 
 	begin := len(dst)
 	next := uint64(p.Offset)

@@ -35,11 +35,19 @@ type Config struct {
 	// transaction.abort.timed.out.transaction.cleanup.interval.ms). Default
 	// 10s.
 	CheckInterval time.Duration `koanf:"check_interval"`
+	// ProducerCheck is how long a producer's local sidecar trusts what it
+	// learned of a transactional producer (its epoch, its open transaction)
+	// before its next transactional Produce asks the coordinator again, so
+	// that a zombie fenced by an InitProducerId through another sidecar is
+	// refused (INVALID_PRODUCER_EPOCH) within this time; 0 turns the check
+	// off (read_committed readers drop a zombie's records anyway). Default
+	// 500ms.
+	ProducerCheck time.Duration `koanf:"producer_check"`
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second}
+	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second, ProducerCheck: 500 * time.Millisecond}
 }
 
 // Validate reports every bad value, with its transactions.* key.
@@ -53,6 +61,9 @@ func (c Config) Validate() error {
 	}
 	if c.CheckInterval < time.Millisecond {
 		errs = append(errs, fmt.Errorf("transactions.check_interval: must be at least 1ms, got %s", c.CheckInterval))
+	}
+	if c.ProducerCheck < 0 {
+		errs = append(errs, fmt.Errorf("transactions.producer_check: must not be negative, got %s", c.ProducerCheck))
 	}
 	return errors.Join(errs...)
 }

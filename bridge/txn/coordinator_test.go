@@ -222,3 +222,50 @@ func TestGateOrdersEndTxn(t *testing.T) {
 		t.Errorf("after EndTxn: %d", code)
 	}
 }
+
+// TestGateRecheck: what the coordinator says later only ever closes what
+// the gate admits: a newer epoch (a new instance initialised through
+// another sidecar) or another producer id fences, a later transaction
+// closes the open one, and a stale View (older than an AddPartitionsToTxn
+// answered meanwhile) changes nothing. Due lets one caller revalidate per
+// interval.
+func TestGateRecheck(t *testing.T) {
+	p := Partition{"t", 0}
+	open := View{ProducerID: 7, Epoch: 2, Open: true, Seq: 3, MarkEpoch: 2, Parts: []Partition{p}}
+	admit := func(g *Gate) int16 {
+		_, r, code := g.Admit(7, 2, p)
+		if r != nil {
+			r()
+		}
+		return code
+	}
+	cases := []struct {
+		name string
+		v    View
+		want int16
+	}{
+		{"same", open, 0},
+		{"stale", View{ProducerID: 7, Epoch: 2, Open: false, Seq: 2, MarkEpoch: 2}, 0},
+		{"fenced", View{ProducerID: 7, Epoch: 4, Seq: 3, MarkEpoch: 2}, kerr.InvalidProducerEpoch.Code},
+		{"new producer id", View{ProducerID: 8, Epoch: 0}, kerr.InvalidProducerEpoch.Code},
+		{"ended", View{ProducerID: 7, Epoch: 2, Open: false, Seq: 3, MarkEpoch: 2}, kerr.InvalidTxnState.Code},
+		{"later", View{ProducerID: 7, Epoch: 2, Open: true, Seq: 4, MarkEpoch: 2}, kerr.InvalidTxnState.Code},
+	}
+	for _, c := range cases {
+		g := NewGate(10)
+		g.Set("x", open)
+		g.Recheck(7, c.v)
+		if got := admit(g); got != c.want {
+			t.Errorf("%s: admit %d, want %d", c.name, got, c.want)
+		}
+	}
+	g := NewGate(10)
+	g.Set("x", open)
+	if g.Due(7, time.Hour) || g.Due(7, 0) || g.Due(8, time.Nanosecond) {
+		t.Fatal("due while fresh, off, or unknown")
+	}
+	embedtest.WaitFor(t, 5*time.Second, "the view ages", func() bool { return g.Due(7, time.Millisecond) })
+	if g.Due(7, time.Hour) {
+		t.Error("due again right after a caller took the check")
+	}
+}

@@ -37,7 +37,11 @@ type Frontend struct {
 	// CheckPartition answers UNKNOWN_TOPIC_OR_PARTITION (or a retriable
 	// code) for a partition that cannot be written.
 	CheckPartition func(ctx context.Context, topic string, partition int32) int16
-	Log            zerolog.Logger
+	// CheckEvery is Config.ProducerCheck: how long the gate trusts what it
+	// learned of a producer before a transactional Produce asks the
+	// coordinator again (0: never).
+	CheckEvery time.Duration
+	Log        zerolog.Logger
 }
 
 // fenced maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for the versions
@@ -145,6 +149,14 @@ func (f *Frontend) Admit(ctx context.Context, id *string, pid int64, epoch int16
 			return mark, nil, kerr.InvalidProducerIDMapping.Code
 		}
 		f.Gate.Set(*id, v)
+	} else if f.Gate.Due(pid, f.CheckEvery) {
+		// A new instance of the producer may have been initialised
+		// through another sidecar since: a zombie writing here is fenced
+		// within CheckEvery (what it writes before that lands after its
+		// transaction's abort marker, which read_committed Fetch drops).
+		if v := f.Svc.Producer(ctx, *id); v.Code == 0 {
+			f.Gate.Recheck(pid, v)
+		}
 	}
 	return f.Gate.Admit(pid, epoch, part)
 }

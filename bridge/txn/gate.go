@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -34,6 +35,8 @@ type producer struct {
 	parts     map[Partition]struct{}
 	inflight  int
 	idle      chan struct{} // closed when inflight drops to 0 while an End waits
+	fenced    bool          // its transactional id moved on to another producer id
+	checked   time.Time     // when the coordinator last told this gate its state
 }
 
 // NewGate returns a gate remembering at most max producers (the oldest
@@ -63,6 +66,7 @@ func (g *Gate) Set(id string, v View) {
 		p.parts = map[Partition]struct{}{}
 	}
 	p.id, p.epoch, p.open, p.seq, p.markEpoch = id, v.Epoch, v.Open, v.Seq, v.MarkEpoch
+	p.fenced, p.checked = false, time.Now()
 	for _, q := range v.Parts {
 		p.parts[q] = struct{}{}
 	}
@@ -73,6 +77,49 @@ func (g *Gate) Known(pid int64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.prods[pid] != nil
+}
+
+// Due reports whether producer pid's state was last learned from its
+// coordinator more than every ago; it then stamps it, so that one caller
+// revalidates it (Recheck) while the others go on with what the gate knows.
+func (g *Gate) Due(pid int64, every time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.prods[pid]
+	if p == nil || every <= 0 || time.Since(p.checked) < every {
+		return false
+	}
+	p.checked = time.Now()
+	return true
+}
+
+// Recheck applies what the coordinator now says of producer pid's
+// transactional id (a View asked after Due) to the gate, only as far as it
+// ends what the gate admits: a newer producer id fences pid, a newer epoch
+// (a new instance's InitProducerId through another sidecar) fences the
+// old one, and a later transaction or the same one no longer open (ended
+// or aborted by the coordinator, e.g. on its timeout) closes the open
+// one. It never opens anything, so a View older than an
+// AddPartitionsToTxn answered meanwhile is harmless.
+func (g *Gate) Recheck(pid int64, v View) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.prods[pid]
+	switch {
+	case p == nil:
+		return
+	case v.ProducerID != pid:
+		p.fenced = true
+	case v.Epoch > p.epoch:
+		p.epoch = v.Epoch
+	case v.Epoch == p.epoch && (v.Seq > p.seq || (v.Seq == p.seq && !v.Open)):
+	default:
+		return
+	}
+	if !p.ending {
+		p.open = false
+		p.parts = map[Partition]struct{}{}
+	}
 }
 
 // Admit checks a transactional batch of producer pid at epoch for a
@@ -88,7 +135,7 @@ func (g *Gate) Admit(pid int64, epoch int16, part Partition) (records.TxnMark, f
 	switch {
 	case p == nil:
 		return records.TxnMark{}, nil, kerr.InvalidProducerIDMapping.Code
-	case epoch < p.epoch:
+	case epoch < p.epoch, p.fenced:
 		return records.TxnMark{}, nil, kerr.InvalidProducerEpoch.Code
 	case epoch > p.epoch:
 		return records.TxnMark{}, nil, kerr.ProducerFenced.Code

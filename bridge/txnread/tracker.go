@@ -134,6 +134,10 @@ type Producer struct {
 	TxnStartOffset   int64 // first offset of its open transaction; -1 when none
 
 	end int64 // offset after its last marker scanned; -1 before any
+	// markEpoch is the highest epoch of its markers scanned, markAt the
+	// offset of the first marker with it (-1 before any).
+	markEpoch int16
+	markAt    int64
 }
 
 // Tracker tracks the transactions of the partitions read_committed readers
@@ -163,8 +167,8 @@ type part struct {
 	from      uint64 // first offset scanned
 	next      uint64 // offset the scan resumes at
 	open      map[records.TxnMark]int64
-	decided   map[records.TxnMark]struct{} // recent decisions: late records of them stay closed
-	aborted   []Aborted                    // by Last, ascending
+	decided   map[records.TxnMark]int64 // recent decisions and their markers' offsets: late records of them stay closed
+	aborted   []Aborted                 // by Last, ascending
 	producers map[int64]*Producer
 	charged   atomic.Int64
 	touched   time.Time // under Tracker.mu
@@ -178,7 +182,7 @@ func (t *Tracker) get(k Key) *part {
 		if len(t.parts) >= t.cfg.MaxPartitions {
 			t.evictLocked()
 		}
-		p = &part{open: map[records.TxnMark]int64{}, decided: map[records.TxnMark]struct{}{}, producers: map[int64]*Producer{}}
+		p = &part{open: map[records.TxnMark]int64{}, decided: map[records.TxnMark]int64{}, producers: map[int64]*Producer{}}
 		t.parts[k] = p
 		t.budget.Charge(partBytes)
 		p.charged.Store(partBytes)
@@ -349,10 +353,13 @@ func (t *Tracker) learn(p *part, m *icodec.Message) {
 			t.charge(p, -len(p.decided))
 			clear(p.decided)
 		}
-		p.decided[mk] = struct{}{}
+		p.decided[mk] = int64(m.Offset)
 		t.charge(p, 1)
 		if pr != nil {
 			pr.end = int64(m.Offset) + 1
+			if pr.markAt < 0 || mk.Epoch > pr.markEpoch {
+				pr.markEpoch, pr.markAt = mk.Epoch, int64(m.Offset)
+			}
 			pr.Epoch = max(pr.Epoch, mk.Epoch)
 			pr.CoordinatorEpoch = info.CoordEpoch
 			pr.LastTimestamp = msTime(m)
@@ -380,7 +387,7 @@ func (t *Tracker) producer(p *part, pid int64) *Producer {
 		if len(p.producers) >= t.cfg.MaxProducers {
 			return nil
 		}
-		pr = &Producer{ProducerID: pid, LastSequence: -1, LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: -1, end: -1}
+		pr = &Producer{ProducerID: pid, LastSequence: -1, LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: -1, end: -1, markAt: -1}
 		p.producers[pid] = pr
 		t.charge(p, 1)
 	}
@@ -404,6 +411,34 @@ func msTime(m *icodec.Message) int64 {
 		ts = m.Timestamp
 	}
 	return int64(ts / 1000)
+}
+
+// Late returns the read_committed filter of a partition (nil when it is not
+// tracked): whether a record of transaction mk at offset off was written
+// after that transaction was decided in the partition (after its marker),
+// or after a marker of a later epoch of its producer. Those are a fenced
+// producer's (a zombie's) writes that its sidecar admitted before learning
+// of the fence (bridge/txn's Gate.Recheck): Kafka would have refused them,
+// and no aborted_transactions entry can hide them from a client (its abort
+// marker already closed the range), so Fetch leaves them out. Only offsets
+// the tracker scanned are judged (read_committed reads stop at the last
+// stable offset, below its scan frontier).
+func (t *Tracker) Late(k Key) func(mk records.TxnMark, off uint64) bool {
+	t.mu.Lock()
+	p := t.parts[k]
+	t.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	return func(mk records.TxnMark, off uint64) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if at, ok := p.decided[mk]; ok && int64(off) > at {
+			return true
+		}
+		pr := p.producers[mk.ProducerID]
+		return pr != nil && pr.markAt >= 0 && mk.Epoch < pr.markEpoch && int64(off) > pr.markAt
+	}
 }
 
 // Tracked reports whether the partition is tracked (a Stable call learned

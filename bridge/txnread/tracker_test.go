@@ -211,3 +211,32 @@ func TestTrackerPartitionRecreated(t *testing.T) {
 		t.Fatalf("producers of the old partition: %+v", got)
 	}
 }
+
+// TestTrackerLate: read_committed's filter drops a transaction's records
+// written after its marker (a zombie's late writes) and records of an epoch
+// below a later marker's, never a record before its transaction's marker.
+func TestTrackerLate(t *testing.T) {
+	old := records.TxnMark{ProducerID: 1, Epoch: 0, Seq: 1}
+	other := records.TxnMark{ProducerID: 1, Epoch: 0, Seq: 7} // unknown to the partition's markers
+	next := records.TxnMark{ProducerID: 1, Epoch: 2, Seq: 2}
+	f := &fakePart{t: t}
+	tr := New(Config{}, f.poll, nil, nil, zerolog.Nop())
+	if tr.Late(key) != nil {
+		t.Fatal("a filter for an untracked partition")
+	}
+	f.data(old)                          // 0
+	f.marker(old, records.ControlAbort)  // 1: fenced
+	f.data(old)                          // 2: the zombie
+	f.data(next)                         // 3
+	f.marker(next, records.ControlAbort) // 4
+	f.data(other)                        // 5: the zombie, below the marker's epoch
+	f.data(records.TxnMark{ProducerID: 2, Epoch: 0, Seq: 1})
+	stable(t, tr)
+	late := tr.Late(key)
+	for off, want := range []bool{false, false, true, false, false, true, false} {
+		mk := []records.TxnMark{old, old, old, next, next, other, {ProducerID: 2, Epoch: 0, Seq: 1}}[off]
+		if got := late(mk, uint64(off)); got != want {
+			t.Errorf("offset %d %+v: late %v, want %v", off, mk, got, want)
+		}
+	}
+}

@@ -122,6 +122,11 @@ type BatchWriter struct {
 	// BatchStats.Stopped then says so.
 	Stop       bool
 	StopBefore uint64
+	// Drop, when set, leaves out a transaction's data record for which it
+	// answers true (read_committed: a fenced producer's late writes,
+	// bridge/txnread's Tracker.Late), as a skipped message is: an offset
+	// gap the consumer steps over, but neither OnSkip nor Skipped counts it.
+	Drop func(mark TxnMark, offset uint64) bool
 
 	buf        []byte
 	start      int
@@ -194,6 +199,10 @@ func (w *BatchWriter) Add(m *iggy.Message) error {
 	}
 	ts, reason := w.Decode(m)
 	v := &w.view
+	if reason == 0 && v.txnOn && v.txn.Control == 0 && w.Drop != nil && w.Drop(v.txn.Mark, m.Offset) {
+		w.markSeen(m.Offset)
+		return nil
+	}
 	if reason == 0 && w.ctlOn {
 		if v.txnOn != w.txnOn || v.txn.Control != 0 || (v.txnOn && v.txn.Mark != w.txn) {
 			return ErrKafkaBatchSplit

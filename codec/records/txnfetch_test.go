@@ -231,3 +231,38 @@ func FuzzReadTxnHeaders(f *testing.F) {
 		}
 	})
 }
+
+// TestFetchDropsLateTxnRecords: Drop leaves a transaction's data records
+// out as offset gaps inside the batches (never a marker or a plain
+// record); a batch of dropped records only is written empty, so the
+// consumer steps past it.
+func TestFetchDropsLateTxnRecords(t *testing.T) {
+	z := TxnMark{ProducerID: 5, Epoch: 0, Seq: 1}
+	n := TxnMark{ProducerID: 5, Epoch: 2, Seq: 2}
+	batch := tIggyBatch(t, 10, 5_000_000,
+		tMsg{origin: 1000, payload: []byte{0}, headers: tTxnMarker(z, ControlAbort, 0)},
+		tMsg{origin: 2000, payload: []byte("z0"), headers: tTxnData(z, "k")},
+		tMsg{origin: 3000, payload: []byte("n0"), headers: tTxnData(n, "k")},
+		tMsg{origin: 4000, payload: []byte("z1"), headers: tTxnData(z, "k")},
+		tMsg{origin: 5000, payload: []byte("n1"), headers: tTxnData(n, "k")},
+		tMsg{origin: 6000, payload: []byte("z2"), headers: tTxnData(z, "k")},
+	)
+	w := BatchWriter{Drop: func(m TxnMark, off uint64) bool { return m == z && off > 10 }}
+	out, st := tToKafka(t, &w, batch, math.MaxInt, true)
+	if st.NextOffset != 16 || st.Skipped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	var vals []string
+	last := int64(-1)
+	for _, b := range tKmsgBatches(t, out) {
+		for _, r := range tKmsgRecords(t, int(b.NumRecords), b.Records) {
+			if b.Attributes&0x20 == 0 {
+				vals = append(vals, string(r.Value))
+			}
+		}
+		last = b.FirstOffset + int64(b.LastOffsetDelta)
+	}
+	if len(vals) != 2 || vals[0] != "n0" || vals[1] != "n1" || last != 15 {
+		t.Fatalf("records %v, last offset covered %d", vals, last)
+	}
+}
