@@ -314,7 +314,7 @@ func TestExampleConfigGolden(t *testing.T) {
 		Coordination: cluster.DefaultCoordinationConfig(),
 	}
 	tx := &want.Bridge.Transactions // the example's transactions section
-	tx.MaxTimeout, tx.IDExpiration, tx.CheckInterval = 15*time.Minute, 168*time.Hour, 10*time.Second
+	tx.MaxTimeout, tx.IDExpiration, tx.CheckInterval, tx.ProducerCheck = 15*time.Minute, 168*time.Hour, 10*time.Second, 500*time.Millisecond
 	tm := &want.Bridge.Telemetry // the example's telemetry section: the defaults, off
 	tm.Metrics = []string{"org.apache.kafka.producer.", "org.apache.kafka.consumer."}
 	tm.PushInterval, tm.MaxBytes, tm.MaxClients, tm.MaxSeriesPerClient = 5*time.Minute, 1048576, 1000, 2000
