@@ -26,6 +26,12 @@ func TestConsumerProtocolEmptyGroupConversion(t *testing.T) {
 				}
 				t.Skipf("%s does not serve the consumer group protocol", tg.Name)
 			}
+			if !tg.Sidecar && !tg.Kafka {
+				// kfake keeps an emptied group's protocol type and answers the
+				// other protocol's join UNKNOWN_MEMBER_ID: the conversion is
+				// held to Kafka 4.4, not to the fake.
+				t.Skipf("%s does not convert groups between the protocols; the test compares the sidecar with Kafka", tg.Name)
+			}
 			const partitions, per = 3, 10
 			topic := uniqueTopic("cgconv")
 			group := topic + "-g"
