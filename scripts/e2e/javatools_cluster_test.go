@@ -18,16 +18,15 @@ import (
 //
 //   - kafka-log-dirs --describe: the topic's partitions with their sizes
 //     (the one holding records non-empty).
-//   - kafka-configs --entity-type clients: a client quota altered
-//     (--add-config, --delete-config) and described.
+//   - kafka-configs --entity-type clients and --entity-type users: a
+//     client quota and a user quota altered (--add-config,
+//     --delete-config) and described (users also reads the SCRAM
+//     credentials, DescribeUserScramCredentials).
 //   - kafka-reassign-partitions --list: no reassignment in progress.
 //   - kafka-leader-election --election-type preferred (a partition and
 //     --all-topic-partitions): the leader is already the preferred one.
 //   - kafka-client-metrics (3.7+): a subscription altered, listed,
 //     described and deleted.
-//
-// kafka-configs --entity-type users needs the SCRAM credential APIs
-// (50/51), which the sidecar does not serve yet.
 
 // stackTrace matches a Java exception's stack frame or an uncaught
 // exception line.
@@ -119,6 +118,23 @@ func clusterTools(t *testing.T, version string, tg Target) {
 		tool(t, "configs", append(ent, "--alter", "--delete-config", "consumer_byte_rate")...)
 		if out := tool(t, "configs", "--entity-type", "clients", "--describe"); strings.Contains(out, client) {
 			t.Errorf("kafka-configs --describe of every client still shows %s:\n%s", client, out)
+		}
+	})
+
+	t.Run("configs-users", func(t *testing.T) {
+		user := uniqueTopic("ctools-user")
+		ent := []string{"--entity-type", "users", "--entity-name", user}
+		if out := tool(t, "configs", append(ent, "--alter", "--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152")...); !strings.Contains(out, "Completed updating config for user "+user) {
+			t.Errorf("kafka-configs --alter printed %q", out)
+		}
+		got := pollValue(func() string { return strings.TrimSpace(tool(t, "configs", append(ent, "--describe")...)) }, "")
+		if !strings.Contains(got, "producer_byte_rate=1048576") || !strings.Contains(got, "consumer_byte_rate=2097152") {
+			t.Errorf("kafka-configs --describe after the alter:\n%s", got)
+		}
+		tool(t, "configs", append(ent, "--alter", "--delete-config", "producer_byte_rate,consumer_byte_rate")...)
+		got = pollValue(func() string { return strings.TrimSpace(tool(t, "configs", append(ent, "--describe")...)) }, "")
+		if strings.Contains(got, "producer_byte_rate") || strings.Contains(got, "consumer_byte_rate") {
+			t.Errorf("kafka-configs --describe after --delete-config:\n%s", got)
 		}
 	})
 
