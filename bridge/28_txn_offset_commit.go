@@ -13,7 +13,10 @@ package bridge
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
-//     epoch too, at any version, as Kafka's transactional check).
+//     epoch too, at any version, as Kafka's transactional check), except
+//     that REBALANCE_IN_PROGRESS (a moved group adopting the member, or
+//     CompletingRebalance) answers UNKNOWN_MEMBER_ID: Kafka never answers it
+//     to a transactional commit and Java's producer takes it as fatal.
 //   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
@@ -52,7 +55,9 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 	case rq.Version >= 3 && (req.MemberID != "" || req.Generation != -1):
 		var cg bool // a consumer-protocol group: Generation is the member epoch (any version, as Kafka's transactional check)
 		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, 9); !cg {
-			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+			if code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID); code == kerr.RebalanceInProgress.Code {
+				code = kerr.UnknownMemberID.Code // abortable: the producer aborts, the member rejoins
+			}
 		}
 	}
 	var offs []txnoffsets.Offset
