@@ -229,12 +229,14 @@ func eosWordCount(t *testing.T, dir string, side eosSide) {
 		}
 	}
 	apps[1].kill()
+	what := "instance 1"
 	if side.kill != nil {
 		side.kill(1)
 		side.restart(1)
+		what += " and its sidecar"
 	}
 	apps[1] = startInst(1)
-	t.Logf("%s: instance 1 and its sidecar SIGKILLed mid-stream and started again", side.name)
+	t.Logf("%s: %s SIGKILLed mid-stream and started again", side.name, what)
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
