@@ -15,8 +15,9 @@ package bridge
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
 //     epoch too, at any version, as Kafka's transactional check), except
 //     that REBALANCE_IN_PROGRESS (a moved group adopting the member, or
-//     CompletingRebalance) answers UNKNOWN_MEMBER_ID: Kafka never answers it
-//     to a transactional commit and Java's producer takes it as fatal.
+//     CompletingRebalance) answers UNKNOWN_MEMBER_ID and GROUP_ID_NOT_FOUND
+//     ILLEGAL_GENERATION: Kafka never answers those here (below v6) and
+//     Java's producer takes them as fatal.
 //   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
@@ -55,9 +56,13 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 	case rq.Version >= 3 && (req.MemberID != "" || req.Generation != -1):
 		var cg bool // a consumer-protocol group: Generation is the member epoch (any version, as Kafka's transactional check)
 		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, 9); !cg {
-			if code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID); code == kerr.RebalanceInProgress.Code {
-				code = kerr.UnknownMemberID.Code // abortable: the producer aborts, the member rejoins
-			}
+			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
+		}
+		switch code { // with peers too (the owner's one check of both protocols, OffsetCommit v9's answers)
+		case kerr.RebalanceInProgress.Code:
+			code = kerr.UnknownMemberID.Code // abortable: the producer aborts, the member rejoins
+		case kerr.GroupIDNotFound.Code:
+			code = kerr.IllegalGeneration.Code // Kafka's answer below TxnOffsetCommit v6
 		}
 	}
 	var offs []txnoffsets.Offset
