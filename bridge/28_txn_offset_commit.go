@@ -13,11 +13,8 @@ package bridge
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
-//     epoch too, at any version, as Kafka's transactional check), except
-//     that REBALANCE_IN_PROGRESS (a moved group adopting the member, or
-//     CompletingRebalance) answers UNKNOWN_MEMBER_ID and GROUP_ID_NOT_FOUND
-//     ILLEGAL_GENERATION: Kafka never answers those here (below v6) and
-//     Java's producer takes them as fatal.
+//     epoch too, at any version, as Kafka's transactional check); never
+//     REBALANCE_IN_PROGRESS nor GROUP_ID_NOT_FOUND (txnoffsets.GroupCheckCode).
 //   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
@@ -58,12 +55,7 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, 9); !cg {
 			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
 		}
-		switch code { // with peers too (the owner's one check of both protocols, OffsetCommit v9's answers)
-		case kerr.RebalanceInProgress.Code:
-			code = kerr.UnknownMemberID.Code // abortable: the producer aborts, the member rejoins
-		case kerr.GroupIDNotFound.Code:
-			code = kerr.IllegalGeneration.Code // Kafka's answer below TxnOffsetCommit v6
-		}
+		code = txnoffsets.GroupCheckCode(code)
 	}
 	var offs []txnoffsets.Offset
 	var at []*kmsg.TxnOffsetCommitResponseTopicPartition
