@@ -16,6 +16,7 @@ package e2e
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -95,6 +96,21 @@ func eosSidecars(t *testing.T) eosSide {
 		}
 		start(i)
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for i, l := range logs {
+			l.mu.Lock()
+			for _, line := range l.lines {
+				if lv := line["level"]; lv == "warn" || lv == "error" || strings.Contains(fmt.Sprint(line["message"]), "transaction") {
+					b, _ := json.Marshal(line)
+					t.Logf("sidecar %d: %s", i, b)
+				}
+			}
+			l.mu.Unlock()
+		}
+	})
 	side.kill = func(i int) {
 		_ = logs[i].cmd.Process.Signal(syscall.SIGKILL)
 		_ = logs[i].cmd.Wait()
@@ -170,6 +186,13 @@ func eosWordCount(t *testing.T, dir string, side eosSide) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		seen = seen || rc.PollRecords(pctx, 1).NumRecords() > 0
 		cancel()
+		for i, a := range apps {
+			select {
+			case <-a.done: // e.g. "usage": the compiled app predates the GUARANTEE argument
+				t.Fatalf("%s: instance %d exited (scripts/kafka/install.sh compiles the app)\n%s", side.name, i, output())
+			default:
+			}
+		}
 		if ctx.Err() != nil || time.Since(first) > 4*time.Minute {
 			t.Fatalf("%s: no committed count within 4 min\n%s", side.name, output())
 		}
