@@ -13,7 +13,8 @@ package bridge
 //   - Group id 1..246 bytes of UTF-8, else INVALID_GROUP_ID (24). v3+:
 //     a member id or a generation other than -1 is checked as OffsetCommit
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
-//     epoch too, at any version, as Kafka's transactional check).
+//     epoch too, at any version, as Kafka's transactional check); never
+//     REBALANCE_IN_PROGRESS nor GROUP_ID_NOT_FOUND (txnoffsets.GroupCheckCode).
 //   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
@@ -55,6 +56,7 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 		if code, cg = b.cgroups.ValidateCommit(ctx, req.Group, req.MemberID, req.InstanceID, req.Generation, 9); !cg {
 			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
 		}
+		code = txnoffsets.GroupCheckCode(code)
 	}
 	var offs []txnoffsets.Offset
 	var at []*kmsg.TxnOffsetCommitResponseTopicPartition

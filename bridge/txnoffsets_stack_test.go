@@ -135,3 +135,43 @@ func TestTxnOffsetCommitConsumerProtocolGroup(t *testing.T) {
 		t.Fatalf("a stranger: %d, want UNKNOWN_MEMBER_ID (25)", code)
 	}
 }
+
+// TestTxnOffsetCommitNeverRebalanceInProgress: Kafka never answers
+// REBALANCE_IN_PROGRESS to a TxnOffsetCommit, and Java's producer takes it
+// as fatal (a Kafka Streams exactly_once_v2 thread went to ERROR when its
+// group moved between sidecars). Where the classic check says it (here a
+// group in CompletingRebalance, whose member Kafka accepts) the sidecar
+// answers UNKNOWN_MEMBER_ID, which clients abort the transaction on; once
+// the group is Stable the same commit is accepted.
+func TestTxnOffsetCommitNeverRebalanceInProgress(t *testing.T) {
+	s := grpStack(t)
+	rk := dialRaw(t, s.Addr)
+	const topic, group = "txn-offsets-rebalance", "txn-rebalance"
+	createTopic(t, rk, topic)
+	rk.produceValues(topic, 0, []byte("a"), []byte("b"))
+	jr := grpJoin(t, rk, 5, grpJoinReq(group, "", nil, 10*time.Second, "m"))
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %+v", jr)
+	}
+	commit := func() int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", group, 1<<62|11, 0
+		req.MemberID, req.Generation = jr.MemberID, jr.Generation
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rk.do(req, 3).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit(); code != 25 {
+		t.Fatalf("commit while CompletingRebalance: %d, want UNKNOWN_MEMBER_ID (25)", code)
+	}
+	if sr := grpSync(rk, 3, group, jr.MemberID, jr.Generation, map[string]string{jr.MemberID: "a"}); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %+v", sr)
+	}
+	if code := commit(); code != 0 {
+		t.Fatalf("commit when Stable: %d", code)
+	}
+}

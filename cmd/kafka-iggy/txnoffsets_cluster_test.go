@@ -123,4 +123,24 @@ func TestTxnOffsetsAcrossSidecars(t *testing.T) {
 			return nil
 		})
 	}
+
+	// A member's commit for a group its owner does not know (the owner
+	// seeds it as adopting, as after a move): an answer Java's producer
+	// aborts on (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION), never
+	// REBALANCE_IN_PROGRESS or GROUP_ID_NOT_FOUND (fatal to it).
+	var unknown string
+	for i := 64; unknown == "" && i < 1024; i++ {
+		if cand := fmt.Sprintf("g-%d", i); shardOwner(ps, cluster.Shard(cand, cluster.DefaultShards)) == 1 {
+			unknown = cand
+		}
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.MemberID, tc.Generation = id, unknown, 1<<62|5, "ghost", 3
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = topic
+	rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+	tc.Topics = append(tc.Topics, rt)
+	if r, err := tc.RequestWith(ctx, client(0)); err != nil || (r.Topics[0].Partitions[0].ErrorCode != 25 && r.Topics[0].Partitions[0].ErrorCode != 22) {
+		t.Fatalf("a member's commit for unknown group %s: %+v %v, want UNKNOWN_MEMBER_ID (25) or ILLEGAL_GENERATION (22)", unknown, r, err)
+	}
 }

@@ -21,14 +21,17 @@ import org.apache.kafka.streams.kstream.Produced;
  * segment settings for the repartition topic), and purges the consumed
  * repartition records with DeleteRecords.
  *
- * Usage: StreamsWordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT OUTPUT
- * Runs until SIGTERM; prints "state OLD -> NEW" on stderr for every
+ * Usage: StreamsWordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT OUTPUT [GUARANTEE]
+ * GUARANTEE is processing.guarantee (default at_least_once); with
+ * exactly_once_v2 the app commits every 100 ms, its internal topics get
+ * replication factor 1 (one broker) and its consumer reads read_committed
+ * (Streams' own setting for EOS). Runs until SIGTERM; prints "state OLD -> NEW" on stderr for every
  * transition and "running" on stdout once RUNNING.
  */
 public final class StreamsWordCount {
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: StreamsWordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT OUTPUT");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: StreamsWordCount BOOTSTRAP APPLICATION_ID STATE_DIR INPUT OUTPUT [GUARANTEE]");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -37,6 +40,11 @@ public final class StreamsWordCount {
         props.put(StreamsConfig.STATE_DIR_CONFIG, args[2]);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        if (args.length == 6 && !args[5].equals(StreamsConfig.AT_LEAST_ONCE)) {
+            props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[5]);
+            props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+            props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream(args[3])
