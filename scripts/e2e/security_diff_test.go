@@ -50,6 +50,7 @@ type secureSettings struct {
 	protocol   string // SSL, SASL_SSL, PLAINTEXT
 	mech       string // SASL mechanism: PLAIN (""), SCRAM-SHA-512 or OAUTHBEARER
 	user, pass string // SASL credentials; for OAUTHBEARER user is the token's sub (an unsigned token)
+	expired    bool   // OAUTHBEARER: a token that expired an hour ago
 	cert       *tlstest.Issued
 	pki        *tlstest.PKI
 }
@@ -89,21 +90,28 @@ func TestSecurityDifferential(t *testing.T) {
 		sasl bool // the SASL_SSL listener, else the SSL one
 		s    secureSettings
 		want string
+		only string // run by this client alone ("": all)
 	}{
-		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok"},
-		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok"},
-		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed"},
-		{"SASL_SSL OAUTHBEARER", true, secureSettings{protocol: "SASL_SSL", mech: "OAUTHBEARER", user: "alice"}, "ok"},
-		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed"},
-		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused"},
-		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok"},
-		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused"},
+		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok", ""},
+		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok", ""},
+		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed", ""},
+		{"SASL_SSL OAUTHBEARER", true, secureSettings{protocol: "SASL_SSL", mech: "OAUTHBEARER", user: "alice"}, "ok", ""},
+		// librdkafka mints its own unsecured token, always valid: only
+		// franz-go can present an expired one.
+		{"SASL_SSL OAUTHBEARER expired token", true, secureSettings{protocol: "SASL_SSL", mech: "OAUTHBEARER", user: "alice", expired: true}, "sasl_failed", "franz-go"},
+		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed", ""},
+		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused", ""},
+		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok", ""},
+		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused", ""},
 	}
 	// One subtest per target (the compatibility report's cells).
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			for _, sc := range scenarios {
 				for _, cl := range clients {
+					if sc.only != "" && sc.only != cl.name {
+						continue
+					}
 					addr := tg.mtls
 					if sc.sasl {
 						addr = tg.saslSSL
@@ -134,7 +142,7 @@ func franzSecure(t *testing.T, addr, topic string, s secureSettings) string {
 	case s.mech == "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
 	case s.mech == "OAUTHBEARER":
-		opts = append(opts, kgo.SASL(oauth.Auth{Token: unsecuredJWT(s.user)}.AsMechanism()))
+		opts = append(opts, kgo.SASL(oauth.Auth{Token: unsecuredJWT(s.user, s.expired)}.AsMechanism()))
 	case s.user != "":
 		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
 	}
@@ -221,11 +229,16 @@ func librdkafkaSASL(s secureSettings) map[string]string {
 }
 
 // unsecuredJWT is an unsigned token (RFC 7515 appendix A.5: header
-// {"alg":"none"}, empty signature) for sub, valid for an hour, as Kafka's
-// OAuthBearerUnsecuredLoginCallbackHandler makes them.
-func unsecuredJWT(sub string) string {
+// {"alg":"none"}, empty signature) for sub, valid for an hour as Kafka's
+// OAuthBearerUnsecuredLoginCallbackHandler makes them, or expired an hour
+// ago (beyond either broker's clock skew allowance).
+func unsecuredJWT(sub string, expired bool) string {
 	now := time.Now().Unix()
-	claims, _ := json.Marshal(map[string]any{"sub": sub, "iat": now, "exp": now + 3600})
+	iat, exp := now, now+3600
+	if expired {
+		iat, exp = now-7200, now-3600
+	}
+	claims, _ := json.Marshal(map[string]any{"sub": sub, "iat": iat, "exp": exp})
 	enc := base64.RawURLEncoding.EncodeToString
 	return enc([]byte(`{"alg":"none"}`)) + "." + enc(claims) + "."
 }
