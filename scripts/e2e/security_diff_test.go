@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -28,7 +30,8 @@ import (
 )
 
 // secureTarget is one broker (the sidecar or Kafka) serving SASL_SSL with
-// PLAIN and SSL with required client certificates.
+// PLAIN, SCRAM-SHA-512 and OAUTHBEARER (unsigned tokens) and SSL with
+// required client certificates.
 type secureTarget struct {
 	name          string
 	saslSSL, mtls string // bootstrap addresses
@@ -45,8 +48,9 @@ type secureClient struct {
 // secureSettings is what a client is configured with.
 type secureSettings struct {
 	protocol   string // SSL, SASL_SSL, PLAINTEXT
-	mech       string // SASL mechanism: PLAIN ("") or SCRAM-SHA-512
-	user, pass string // SASL credentials
+	mech       string // SASL mechanism: PLAIN (""), SCRAM-SHA-512 or OAUTHBEARER
+	user, pass string // SASL credentials; for OAUTHBEARER user is the token's sub (an unsigned token)
+	expired    bool   // OAUTHBEARER: a token that expired an hour ago
 	cert       *tlstest.Issued
 	pki        *tlstest.PKI
 }
@@ -56,8 +60,13 @@ type secureSettings struct {
 // the same way (a SASL_SSL listener with PLAIN, an SSL listener with
 // ssl.client.auth=required and ssl.principal.mapping.rules, one CA the test
 // makes; SCRAM-SHA-512 credentials stored as each keeps them: the sidecar's
-// file from `kafka-iggy scram`, Kafka's from kafka-storage --add-scram): franz-go, confluent-kafka-go and confluent-kafka (Python; both
-// librdkafka) get the same outcome class from both. One subtest per target.
+// file from `kafka-iggy scram`, Kafka's from kafka-storage --add-scram;
+// OAUTHBEARER with unsigned tokens: Kafka's default unsecured validator,
+// the sidecar's sasl.oauthbearer.unsecured on its loopback listener):
+// franz-go (a token the test makes), confluent-kafka-go and confluent-kafka
+// (Python; both librdkafka, its built-in unsecured token from
+// sasl.oauthbearer.config) get the same outcome class from both. One
+// subtest per target.
 func TestSecurityDifferential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts brokers")
@@ -81,20 +90,28 @@ func TestSecurityDifferential(t *testing.T) {
 		sasl bool // the SASL_SSL listener, else the SSL one
 		s    secureSettings
 		want string
+		only string // run by this client alone ("": all)
 	}{
-		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok"},
-		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok"},
-		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed"},
-		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed"},
-		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused"},
-		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok"},
-		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused"},
+		{"SASL_SSL PLAIN", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "alice-secret-pw"}, "ok", ""},
+		{"SASL_SSL SCRAM-SHA-512", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "carol-secret-pw"}, "ok", ""},
+		{"SASL_SSL SCRAM-SHA-512 wrong password", true, secureSettings{protocol: "SASL_SSL", mech: "SCRAM-SHA-512", user: "carol", pass: "wrong-password"}, "sasl_failed", ""},
+		{"SASL_SSL OAUTHBEARER", true, secureSettings{protocol: "SASL_SSL", mech: "OAUTHBEARER", user: "alice"}, "ok", ""},
+		// librdkafka mints its own unsecured token, always valid: only
+		// franz-go can present an expired one.
+		{"SASL_SSL OAUTHBEARER expired token", true, secureSettings{protocol: "SASL_SSL", mech: "OAUTHBEARER", user: "alice", expired: true}, "sasl_failed", "franz-go"},
+		{"SASL_SSL PLAIN wrong password", true, secureSettings{protocol: "SASL_SSL", user: "alice", pass: "wrong-password"}, "sasl_failed", ""},
+		{"PLAINTEXT client on SASL_SSL", true, secureSettings{protocol: "PLAINTEXT"}, "refused", ""},
+		{"SSL client certificate", false, secureSettings{protocol: "SSL", cert: &app}, "ok", ""},
+		{"SSL without a client certificate", false, secureSettings{protocol: "SSL"}, "refused", ""},
 	}
 	// One subtest per target (the compatibility report's cells).
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			for _, sc := range scenarios {
 				for _, cl := range clients {
+					if sc.only != "" && sc.only != cl.name {
+						continue
+					}
 					addr := tg.mtls
 					if sc.sasl {
 						addr = tg.saslSSL
@@ -124,6 +141,8 @@ func franzSecure(t *testing.T, addr, topic string, s secureSettings) string {
 	switch {
 	case s.mech == "SCRAM-SHA-512":
 		opts = append(opts, kgo.SASL(scram.Auth{User: s.user, Pass: s.pass}.AsSha512Mechanism()))
+	case s.mech == "OAUTHBEARER":
+		opts = append(opts, kgo.SASL(oauth.Auth{Token: unsecuredJWT(s.user, s.expired)}.AsMechanism()))
 	case s.user != "":
 		opts = append(opts, kgo.SASL(plain.Auth{User: s.user, Pass: s.pass}.AsMechanism()))
 	}
@@ -156,10 +175,8 @@ func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string 
 		_ = cfg.SetKey("ssl.certificate.location", s.cert.CertFile)
 		_ = cfg.SetKey("ssl.key.location", s.cert.KeyFile)
 	}
-	if s.user != "" {
-		_ = cfg.SetKey("sasl.mechanism", mechOf(s))
-		_ = cfg.SetKey("sasl.username", s.user)
-		_ = cfg.SetKey("sasl.password", s.pass)
+	for k, v := range librdkafkaSASL(s) {
+		_ = cfg.SetKey(k, v)
 	}
 	p, err := kafka.NewProducer(cfg)
 	if err != nil {
@@ -195,12 +212,35 @@ func confluentSecure(t *testing.T, addr, topic string, s secureSettings) string 
 	}
 }
 
-// mechOf is the SASL mechanism of s.
-func mechOf(s secureSettings) string {
-	if s.mech == "" {
-		return "PLAIN"
+// librdkafkaSASL is the librdkafka configuration of s's SASL settings:
+// username and password, or for OAUTHBEARER librdkafka's built-in
+// unsecured token with sub s.user.
+func librdkafkaSASL(s secureSettings) map[string]string {
+	switch {
+	case s.mech == "OAUTHBEARER":
+		return map[string]string{"sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": "true",
+			"sasl.oauthbearer.config": "principal=" + s.user}
+	case s.user == "":
+		return nil
+	case s.mech == "":
+		return map[string]string{"sasl.mechanism": "PLAIN", "sasl.username": s.user, "sasl.password": s.pass}
 	}
-	return s.mech
+	return map[string]string{"sasl.mechanism": s.mech, "sasl.username": s.user, "sasl.password": s.pass}
+}
+
+// unsecuredJWT is an unsigned token (RFC 7515 appendix A.5: header
+// {"alg":"none"}, empty signature) for sub, valid for an hour as Kafka's
+// OAuthBearerUnsecuredLoginCallbackHandler makes them, or expired an hour
+// ago (beyond either broker's clock skew allowance).
+func unsecuredJWT(sub string, expired bool) string {
+	now := time.Now().Unix()
+	iat, exp := now, now+3600
+	if expired {
+		iat, exp = now-7200, now-3600
+	}
+	claims, _ := json.Marshal(map[string]any{"sub": sub, "iat": iat, "exp": exp})
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc(claims) + "."
 }
 
 // pythonSecure produces one record with confluent-kafka (Python).
@@ -213,8 +253,8 @@ func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
 	if s.cert != nil {
 		conf["ssl.certificate.location"], conf["ssl.key.location"] = s.cert.CertFile, s.cert.KeyFile
 	}
-	if s.user != "" {
-		conf["sasl.mechanism"], conf["sasl.username"], conf["sasl.password"] = mechOf(s), s.user, s.pass
+	for k, v := range librdkafkaSASL(s) {
+		conf[k] = v
 	}
 	raw, err := json.Marshal(conf)
 	if err != nil {
@@ -232,7 +272,9 @@ func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
 }
 
 // startSecureSidecars runs two sidecars: SASL_SSL with a static PLAIN user,
-// and SSL with required client certificates.
+// a SCRAM-SHA-512 credential and OAUTHBEARER with unsigned tokens
+// (sasl.oauthbearer.unsecured, allowed as the listener is loopback), and
+// SSL with required client certificates.
 func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
 	t.Helper()
 	root, err := moduleRoot()
@@ -257,7 +299,8 @@ func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rul
 	}
 	tlsEnv := []string{"KAFKA_IGGY_TLS__ENABLED=true", "KAFKA_IGGY_TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE=" + srv.KeyFile}
 	sasl := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
-		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile)...)
+		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile,
+		"KAFKA_IGGY_SASL__OAUTHBEARER__UNSECURED=true")...)
 	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile,
 		"KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES="+rules)...)
 	return secureTarget{name: "sidecar", saslSSL: sasl, mtls: mtls}
@@ -319,8 +362,9 @@ func runSidecarProc(t *testing.T, bin string, env ...string) string {
 	return ""
 }
 
-// startSecureKafka starts Apache Kafka with a SASL_SSL listener (PLAIN,
-// user alice) and an SSL listener requiring client certificates, both with
+// startSecureKafka starts Apache Kafka with a SASL_SSL listener (PLAIN
+// user alice, SCRAM-SHA-512 user carol, OAUTHBEARER with the default
+// unsecured validator) and an SSL listener requiring client certificates, both with
 // srv's certificate and pki's CA.
 func startSecureKafka(t *testing.T, dir string, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
 	t.Helper()
@@ -331,8 +375,9 @@ ssl.truststore.type=PEM
 ssl.truststore.location=%s
 ssl.principal.mapping.rules=%s
 listener.name.ssl.ssl.client.auth=required
-sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret-pw";
 `, srv.Bundle(t), pki.CAFile, rules)
 	if err := os.WriteFile(props, []byte(conf), 0o600); err != nil {

@@ -39,7 +39,7 @@ var kafkaAPIs = []kafkaAPI{
 	{14, "SyncGroup", "v0-v5", "served v0-v5", ""},
 	{15, "DescribeGroups", "v0-v6", "served v0-v6", ""},
 	{16, "ListGroups", "v0-v5", "served v0-v5", ""},
-	{17, "SASLHandshake", "v0-v1", "served v0-v1", "PLAIN (an Iggy login), SCRAM-SHA-256/512 (sasl.scram_file), OAUTHBEARER (JWKS); on a listener without sasl.enabled answered ILLEGAL_SASL_STATE, as Kafka on PLAINTEXT; TLS not yet (issue 27)"},
+	{17, "SASLHandshake", "v0-v1", "served v0-v1", "PLAIN (an Iggy login), SCRAM-SHA-256/512 (sasl.scram_file), OAUTHBEARER (JWKS, or unsigned tokens with sasl.oauthbearer.unsecured on loopback), over SASL_PLAINTEXT and SASL_SSL; on a listener without sasl.enabled answered ILLEGAL_SASL_STATE, as Kafka on PLAINTEXT"},
 	{18, "ApiVersions", "v0-v5", "served v0-v5", ""},
 	{19, "CreateTopics", "v2-v7", "served v0-v7", ""},
 	{20, "DeleteTopics", "v1-v6", "served v0-v6", ""},

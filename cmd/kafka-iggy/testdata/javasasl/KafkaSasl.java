@@ -1,10 +1,12 @@
-// KafkaSasl: one SASL_PLAINTEXT round trip with kafka-clients, for
+// KafkaSasl: one SASL round trip with kafka-clients, for
 // cmd/kafka-iggy's sasl_java_test.go and tls_java_test.go.
 //
 //   java KafkaSasl BOOTSTRAP MECHANISM USER PASSWORD TOPIC [KEY=VALUE...]
 //
 // For OAUTHBEARER, PASSWORD is the JWT (handed to the client by
-// TokenHandler) and USER its principal. MECHANISM NONE configures no SASL.
+// TokenHandler) and USER its principal; an empty PASSWORD uses the
+// client's default (unsecured) login handler, an unsigned token with sub
+// USER (unsecuredLoginStringClaim_sub). MECHANISM NONE configures no SASL.
 // KEY=VALUE pairs are client properties set last (security.protocol=SSL,
 // ssl.truststore.type=PEM, ...).
 //
@@ -81,6 +83,10 @@ public class KafkaSasl {
         }
         if (mech.equals("NONE")) {
             // no SASL
+        } else if (mech.equals("OAUTHBEARER") && pass.isEmpty()) {
+            // Kafka's default login handler: an unsigned token with sub USER.
+            common.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\""
+                    + user + "\";");
         } else if (mech.equals("OAUTHBEARER")) {
             common.put("sasl.login.callback.handler.class", TokenHandler.class.getName());
             common.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required token=\""
