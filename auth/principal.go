@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 )
 
 // Anonymous is the principal of a TLS connection without a client
@@ -103,10 +105,49 @@ func (m *PrincipalMapper) MapCertificate(chain []*x509.Certificate) (string, err
 
 type tlsKey struct{}
 
+// tlsPrincipal is what a TLS connection without SASL carries in its
+// context: its principal and, when certificate principals are bound to
+// Iggy users (CertUsers), the principal's Iggy credential.
+type tlsPrincipal struct {
+	name  string
+	bound bool             // requests run as cred (CertUsers)
+	cred  *iggy.Credential // nil when bound: no Iggy user, refused
+}
+
 // WithTLSPrincipal returns ctx carrying the principal of a TLS connection
-// that does not authenticate with SASL (the SSL security protocol).
+// that does not authenticate with SASL (the SSL security protocol); its
+// requests run as the sidecar's Iggy user (see CertUsers for the
+// principal's own).
 func WithTLSPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, tlsKey{}, principal)
+	return context.WithValue(ctx, tlsKey{}, tlsPrincipal{name: principal})
+}
+
+// CertUsers maps the principals of TLS client certificates (the SSL
+// security protocol, no SASL) to the Iggy users their requests run as,
+// as Config.IggyUsers does for SASL principals.
+type CertUsers struct {
+	users map[string]iggy.Credential
+}
+
+// NewCertUsers returns the mapping of users (principal to Iggy
+// credential); a principal not in it has no Iggy user.
+func NewCertUsers(users map[string]iggy.Credential) *CertUsers {
+	return &CertUsers{users: users}
+}
+
+// WithPrincipal returns ctx carrying the principal of a TLS connection
+// without SASL, bound to its Iggy user (see Bind): a principal without one
+// (ANONYMOUS included, unless mapped) is refused everything. A nil c is
+// WithTLSPrincipal.
+func (c *CertUsers) WithPrincipal(ctx context.Context, principal string) context.Context {
+	if c == nil {
+		return WithTLSPrincipal(ctx, principal)
+	}
+	tp := tlsPrincipal{name: principal, bound: true}
+	if cred, ok := c.users[principal]; ok {
+		tp.cred = &cred
+	}
+	return context.WithValue(ctx, tlsKey{}, tp)
 }
 
 // PrincipalFrom returns the principal of the connection ctx belongs to:
@@ -118,6 +159,6 @@ func PrincipalFrom(ctx context.Context) string {
 	if s := FromContext(ctx); s != nil {
 		return s.Principal()
 	}
-	p, _ := ctx.Value(tlsKey{}).(string)
-	return p
+	tp, _ := ctx.Value(tlsKey{}).(tlsPrincipal)
+	return tp.name
 }

@@ -75,13 +75,25 @@ func (s *Session) Principal() string {
 }
 
 // Bind returns ctx bound to the Iggy session pool of the principal of
-// ctx's connection (users nil, no SASL or not authenticated yet: ctx
-// unchanged). A principal without an Iggy user gets a context whose Iggy
-// calls are refused as unauthorized.
+// ctx's connection: the SASL principal's, or without SASL the TLS client
+// certificate's when its connection was opened with CertUsers (users nil,
+// not authenticated yet, or an unbound connection: ctx unchanged). A
+// principal without an Iggy user gets a context whose Iggy calls are
+// refused as unauthorized.
 func Bind(ctx context.Context, users *iggy.Users) context.Context {
-	s := FromContext(ctx)
-	if users == nil || s == nil {
+	if users == nil {
 		return ctx
+	}
+	s := FromContext(ctx)
+	if s == nil {
+		tp, _ := ctx.Value(tlsKey{}).(tlsPrincipal)
+		switch {
+		case !tp.bound:
+			return ctx
+		case tp.cred == nil:
+			return iggy.Refused(ctx, iggy.ErrNoIggyUser)
+		}
+		return users.Bind(ctx, *tp.cred)
 	}
 	s.mu.Lock()
 	principal, cred := s.principal, s.cred

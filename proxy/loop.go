@@ -54,7 +54,7 @@ func (h *handler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		cs.sasl = s.auth.NewSession(cs.remote)
 		cs.ctx = auth.NewContext(cs.ctx, cs.sasl)
 	} else if fromFront {
-		cs.ctx = auth.WithTLSPrincipal(cs.ctx, fi.Principal)
+		cs.ctx = s.certUsers.WithPrincipal(cs.ctx, fi.Principal)
 	}
 	c.SetContext(cs)
 	s.metrics.ConnOpened()

@@ -84,6 +84,11 @@ func WithFront(lookup func(remote string) (FrontInfo, bool)) Option {
 	return func(s *Server) { s.front = lookup }
 }
 
+// WithCertUsers binds the requests of a front's connections without SASL
+// to the Iggy user their certificate principal maps to in u (see
+// auth.CertUsers, auth.Bind). Default: they run as the sidecar's Iggy user.
+func WithCertUsers(u *auth.CertUsers) Option { return func(s *Server) { s.certUsers = u } }
+
 // WithBudget sets the process's memory budget the front door draws from
 // (shared with the bridge's fetches). Default: one of
 // limits.memory_bytes (derived as Config.Resolved says when 0).
@@ -114,6 +119,8 @@ type Server struct {
 	budget  *budget.Budget                        // limits.memory_bytes: frames, produce copies, unsent replies
 	auth    *auth.Authenticator                   // nil: no SASL
 	front   func(remote string) (FrontInfo, bool) // nil: no TLS front
+	// certUsers maps certificate principals to Iggy users (nil: none).
+	certUsers *auth.CertUsers
 	// newRequest makes the empty request a frame decodes into
 	// (kmsg.RequestForKey; tests inject faults through it).
 	newRequest func(key int16) kmsg.Request

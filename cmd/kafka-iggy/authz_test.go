@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 	"github.com/kafka-iggy/kafka-iggy/embedded/embedtest"
+	"github.com/kafka-iggy/kafka-iggy/internal/tlsconf/tlstest"
 )
 
 // writeFile writes content to a file of the test's temporary directory.
@@ -300,6 +302,109 @@ func TestPrincipalAuthorization(t *testing.T) {
 	if err := produceOne(t, p.kafka, "orders", plain.Auth{User: "alice", Pass: "wrong-pw-123"}.AsMechanism()); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("wrong PLAIN password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
+}
+
+// TestPrincipalAuthorizationCertificates: security protocol SSL with
+// client certificates and no SASL: two certificates mapped by
+// tls.principal_mapping_rules to principals alice-svc and bob-svc, which
+// sasl.iggy_users_file maps to Iggy users alice (topic orders only) and bob
+// (payments only). Each produces and consumes its own topic, gets
+// TOPIC_AUTHORIZATION_FAILED producing to and fetching the other's, and
+// sees only its own topic in Metadata; a certificate whose principal has no
+// Iggy user is refused everything. Without the mapping file the sidecar
+// refuses to start, naming the key.
+func TestPrincipalAuthorizationCertificates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sidecar process")
+	}
+	u := startTwoUsers(t)
+	pki := tlstest.New(t, t.TempDir())
+	srv := pki.Issue("server", pkix.Name{CommonName: "localhost"}, true)
+	certs := map[string]tlstest.Issued{}
+	for _, cn := range []string{"Alice-Svc", "Bob-Svc", "Mallory-Svc"} {
+		certs[cn] = pki.Issue(cn, pkix.Name{CommonName: cn, OrganizationalUnit: []string{"ServiceUsers"}}, false)
+	}
+	tlsEnv := []string{"KAFKA_IGGY_IGGY__ADDRESS=" + u.addr, "KAFKA_IGGY_TLS__ENABLED=true",
+		"KAFKA_IGGY_TLS__CERT_FILE=" + srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE=" + srv.KeyFile, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE=" + pki.CAFile, `KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers$/$1/L`}
+	if _, err := loadConfig(nil, tlsEnv); err == nil {
+		t.Error("client certificates with authorization principal and no mapping file: accepted")
+	} else if msg := problemKeys(t, err)["sasl.iggy_users_file"]; !strings.Contains(msg, "tls.client_auth is require") {
+		t.Errorf("client certificates with authorization principal and no mapping file: %v", err)
+	}
+	p := startServeProc(t, append(tlsEnv, "KAFKA_IGGY_SASL__IGGY_USERS_FILE="+
+		writeFile(t, "iggy-users", "alice-svc user alice alice-iggy-pw\nbob-svc user bob bob-iggy-pw\n"))...)
+
+	for _, c := range []struct {
+		cert, own, not string
+	}{{"Alice-Svc", "orders", "payments"}, {"Bob-Svc", "payments", "orders"}} {
+		dial := kgo.DialTLSConfig(pki.ClientTLS(new(certs[c.cert])))
+		if err := tlsRoundTrip(t, p.kafka, c.own, dial); err != nil {
+			t.Fatalf("%s produce and consume %s: %v\n%s", c.cert, c.own, err, p.logText())
+		}
+		if err := produceTLS(t, p.kafka, c.not, dial); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Errorf("%s produce to %s: err = %v, want TOPIC_AUTHORIZATION_FAILED", c.cert, c.not, err)
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), dial, kgo.RequestRetries(1), kgo.MaxVersions(kversion.V3_0_0())) // topics by name
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		td, err := kadm.NewClient(cl).ListTopics(ctx)
+		if err != nil {
+			t.Fatalf("%s list topics: %v", c.cert, err)
+		}
+		if names := td.Names(); !slices.Equal(names, []string{c.own}) {
+			t.Errorf("%s sees topics %v, want [%s]", c.cert, names, c.own)
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 10, 1<<20
+		for _, tp := range []string{c.own, c.not} {
+			ft := kmsg.NewFetchRequestTopic()
+			ft.Topic = tp
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.PartitionMaxBytes = 1 << 20
+			ft.Partitions = append(ft.Partitions, fp)
+			req.Topics = append(req.Topics, ft)
+		}
+		fr, err := direct[*kmsg.FetchResponse](ctx, cl, req)
+		if err != nil {
+			t.Fatalf("%s fetch: %v", c.cert, err)
+		}
+		for _, ft := range fr.Topics {
+			for _, fp := range ft.Partitions {
+				want := int16(0)
+				if ft.Topic == c.not {
+					want = kerr.TopicAuthorizationFailed.Code
+				}
+				if fp.ErrorCode != want {
+					t.Errorf("%s fetch %s/%d: code %d, want %d", c.cert, ft.Topic, fp.Partition, fp.ErrorCode, want)
+				}
+			}
+		}
+		cancel()
+		cl.Close()
+	}
+	// mallory-svc is mapped by the rules but has no Iggy user.
+	dial := kgo.DialTLSConfig(pki.ClientTLS(new(certs["Mallory-Svc"])))
+	for _, topic := range []string{"orders", "payments"} {
+		if err := produceTLS(t, p.kafka, topic, dial); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Errorf("unmapped principal produce to %s: err = %v, want TOPIC_AUTHORIZATION_FAILED", topic, err)
+		}
+	}
+}
+
+// produceTLS produces one record to topic with opts and returns the error.
+func produceTLS(t *testing.T, seed, topic string, opts ...kgo.Opt) error {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.RecordRetries(1), kgo.RequestRetries(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("v-" + topic)}).FirstErr()
 }
 
 // fetchRaw sends one Fetch v12 (topics by name) of partition 0 of each

@@ -139,14 +139,19 @@ type SASLConfig struct {
 	// client gets TOPIC_/GROUP_AUTHORIZATION_FAILED; a PLAIN principal
 	// (mode iggy) is the Iggy user of that name, the others are mapped by
 	// iggy_users_file, and a principal without an Iggy user is refused
-	// everything. "sidecar": every request runs as iggy.username (no
+	// everything. It applies too to the principals of TLS client
+	// certificates (tls.client_auth request or require, sasl not enabled),
+	// mapped by iggy_users_file (ANONYMOUS, a client without a certificate,
+	// only if listed). "sidecar": every request runs as iggy.username (no
 	// per-principal authorization). Default "principal".
 	Authorization string `koanf:"authorization"`
 	// IggyUsersFile maps principals to Iggy users (a mounted Secret): one
 	// line per principal, `<principal> user <iggy-user> <password>` or
 	// `<principal> token <personal-access-token>`; # starts a comment.
 	// Read at start. Used by SCRAM, OAUTHBEARER and static PLAIN principals
-	// with authorization principal. Default "".
+	// and, without SASL, by TLS client-certificate principals (the names
+	// tls.principal_mapping_rules gives), with authorization principal.
+	// Default "".
 	IggyUsersFile string `koanf:"iggy_users_file"`
 	// Principals bounds the per-principal Iggy session pools.
 	Principals PrincipalsConfig `koanf:"principals"`
@@ -216,7 +221,10 @@ type TLSConfig struct {
 	// ClientAuth is the client-certificate policy: "none", "request"
 	// (verified when sent) or "require" (mutual TLS); Kafka's
 	// ssl.client.auth spellings "requested" and "required" are accepted
-	// too. request and require need client_ca_file. Default "none".
+	// too. request and require need client_ca_file; without SASL they
+	// make the certificate principals act in Iggy as the users
+	// sasl.iggy_users_file maps them to (sasl.authorization principal).
+	// Default "none".
 	ClientAuth string `koanf:"client_auth"`
 	// ClientCAFile is a PEM file of the CA certificates client
 	// certificates are verified against. Default "".
@@ -360,6 +368,9 @@ func (c Config) Validate() error {
 	}
 	c.SASL.validate(c.Proxy.Listener.Address, c.TLS.Enabled, bad)
 	c.TLS.validate(bad)
+	if c.CertPrincipalsBound() && c.SASL.IggyUsersFile == "" {
+		bad("sasl.iggy_users_file", "required with sasl.authorization principal when tls.client_auth is %s and sasl is not enabled: client-certificate principals act in Iggy as the users it maps them to, and without it they are refused everything; map them to Iggy users, or set sasl.authorization sidecar", c.TLS.ClientAuth)
+	}
 
 	switch strings.ToLower(c.Log.Level) {
 	case "trace", "debug", "info", "warn", "error":
@@ -497,6 +508,15 @@ func (s SASLConfig) validate(listen string, tlsOn bool, bad func(key, format str
 			}
 		}
 	}
+}
+
+// CertPrincipalsBound reports whether the principals of TLS client
+// certificates act in Iggy as their own Iggy users (mapped by
+// sasl.iggy_users_file): the listener asks for client certificates, does
+// not use SASL (whose principal would be the connection's), and
+// sasl.authorization is principal.
+func (c Config) CertPrincipalsBound() bool {
+	return c.TLS.Enabled && c.TLS.ClientAuth != ClientAuthNone && !c.SASL.Enabled && c.SASL.Authorization == SASLAuthorizationPrincipal
 }
 
 func isLoopback(host string) bool {

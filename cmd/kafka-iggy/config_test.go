@@ -445,6 +445,7 @@ func TestBadConfigs(t *testing.T) {
 				"log.format":           `"xml" is not one of auto, json, console`,
 				"tls.cert_file":        "required when tls.enabled",
 				"tls.client_ca_file":   "required when tls.client_auth is require",
+				"sasl.iggy_users_file": "required with sasl.authorization principal when tls.client_auth is require",
 			},
 		},
 		{
@@ -636,7 +637,7 @@ func TestListenerTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := writeSelfSigned(t, dir)
 	cfg, err := loadConfig([]string{"--tls.enabled", "--tls.cert_file", cert, "--tls.key_file", key,
-		"--tls.client_auth=require", "--tls.client_ca_file", cert, "--tls.min_version=1.3",
+		"--tls.client_auth=require", "--tls.client_ca_file", cert, "--tls.min_version=1.3", "--sasl.authorization=sidecar",
 		"--tls.principal_mapping_rules", "RULE:^CN=([^,]*).*$/$1/L,DEFAULT"}, nil)
 	if err != nil {
 		t.Fatal(err)

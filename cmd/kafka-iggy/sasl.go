@@ -54,20 +54,45 @@ func newAuthenticator(cfg Config, scram *auth.ScramStore, metrics *admin.Metrics
 	}
 	if cfg.SASL.Authorization == SASLAuthorizationPrincipal {
 		ac.PlainIsIggyUser = cfg.SASL.Mode == SASLModeIggy
-		if f := cfg.SASL.IggyUsersFile; f != "" {
-			users, err := auth.LoadIggyUsers(f)
-			if err != nil {
-				return nil, fmt.Errorf("sasl.iggy_users_file: %w", err)
-			}
-			ac.IggyUsers = users
-			log.Info().Str("iggy_users_file", f).Int("principals", len(users)).Msg("sasl: principals mapped to Iggy users")
+		users, err := loadIggyUsers(cfg, log)
+		if err != nil {
+			return nil, err
 		}
+		ac.IggyUsers = users
 	}
 	a, err := auth.New(ac, log)
 	if err != nil {
 		return nil, fmt.Errorf("sasl: %w", err)
 	}
 	return a, nil
+}
+
+// loadIggyUsers reads sasl.iggy_users_file (nil without one).
+func loadIggyUsers(cfg Config, log zerolog.Logger) (map[string]iggy.Credential, error) {
+	f := cfg.SASL.IggyUsersFile
+	if f == "" {
+		return nil, nil
+	}
+	users, err := auth.LoadIggyUsers(f)
+	if err != nil {
+		return nil, fmt.Errorf("sasl.iggy_users_file: %w", err)
+	}
+	log.Info().Str("iggy_users_file", f).Int("principals", len(users)).Msg("principals mapped to Iggy users")
+	return users, nil
+}
+
+// certUsers returns the Iggy users of TLS client-certificate principals
+// (Config.CertPrincipalsBound), nil when their requests run as
+// iggy.username.
+func certUsers(cfg Config, log zerolog.Logger) (*auth.CertUsers, error) {
+	if !cfg.CertPrincipalsBound() {
+		return nil, nil
+	}
+	users, err := loadIggyUsers(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewCertUsers(users), nil
 }
 
 // loadScram returns the SCRAM store seeded from sasl.scram_file (empty
@@ -90,9 +115,10 @@ func loadScram(cfg Config, log zerolog.Logger) (*auth.ScramStore, error) {
 const sessionBytes = 256 << 10
 
 // principalPools returns the per-principal Iggy session pools of
-// sasl.authorization principal, nil when requests run as iggy.username.
+// sasl.authorization principal (SASL principals, or client-certificate
+// ones without SASL), nil when requests run as iggy.username.
 func principalPools(cfg Config, client *iggy.Client, b *budget.Budget, log zerolog.Logger) *iggy.Users {
-	if !cfg.SASL.Enabled || cfg.SASL.Authorization != SASLAuthorizationPrincipal {
+	if !(cfg.SASL.Enabled && cfg.SASL.Authorization == SASLAuthorizationPrincipal) && !cfg.CertPrincipalsBound() {
 		return nil
 	}
 	p := cfg.SASL.Principals

@@ -168,6 +168,11 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 		}
 		pxOpts = append(pxOpts, proxy.WithAuth(a))
 	}
+	if cu, err := certUsers(cfg, log); err != nil {
+		return err
+	} else if cu != nil {
+		pxOpts = append(pxOpts, proxy.WithCertUsers(cu))
+	}
 	pcfg := cfg.Proxy
 	var front *tlsfront.Front
 	if cfg.TLS.Enabled {

@@ -49,7 +49,7 @@ func TestTLSJavaClient(t *testing.T) {
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key)
 	mtls := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
-		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug", "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
 		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers.*$/$1/`)
 	keystore := append(append([]string{}, ssl...), "ssl.keystore.type=PEM", "ssl.keystore.location="+app.Bundle(t))
 	for _, c := range []struct {

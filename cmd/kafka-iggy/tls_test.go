@@ -210,7 +210,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	stranger := other.Issue("stranger", pkix.Name{CommonName: "Orders-App", OrganizationalUnit: []string{"ServiceUsers"}}, false)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+cert, "KAFKA_IGGY_TLS__KEY_FILE="+key, "KAFKA_IGGY_TLS__CLIENT_AUTH=required",
-		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug",
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_LOG__LEVEL=debug", "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
 		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers,.*$/$1/L`)
 	if err := tlsRoundTrip(t, p.kafka, "mtls", kgo.DialTLSConfig(pki.ClientTLS(&app))); err != nil {
 		t.Fatalf("client certificate: %v", err)
@@ -302,7 +302,8 @@ func TestTLSPrincipalQuota(t *testing.T) {
 	billing := pki.Issue("billing", pkix.Name{CommonName: "billing", OrganizationalUnit: []string{"ServiceUsers"}}, false)
 	p := startServeProc(t, "KAFKA_IGGY_EMBEDDED__LISTEN=127.0.0.1:0", "KAFKA_IGGY_TLS__ENABLED=true",
 		"KAFKA_IGGY_TLS__CERT_FILE="+srv.CertFile, "KAFKA_IGGY_TLS__KEY_FILE="+srv.KeyFile, "KAFKA_IGGY_TLS__CLIENT_AUTH=require",
-		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, `KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers$/$1/`)
+		"KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
+		`KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES=RULE:^CN=([^,]*),OU=ServiceUsers$/$1/`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(p.kafka), kgo.DialTLSConfig(pki.ClientTLS(&orders)))

@@ -301,7 +301,7 @@ func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rul
 	sasl := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_SASL__ENABLED=true", "KAFKA_IGGY_SASL__MODE=static", "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
 		"KAFKA_IGGY_SASL__USERS__alice=alice-secret-pw", "KAFKA_IGGY_SASL__MECHANISMS=PLAIN,SCRAM-SHA-512,OAUTHBEARER", "KAFKA_IGGY_SASL__SCRAM_FILE="+scramFile,
 		"KAFKA_IGGY_SASL__OAUTHBEARER__UNSECURED=true")...)
-	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile,
+	mtls := runSidecarProc(t, bin, append(tlsEnv, "KAFKA_IGGY_TLS__CLIENT_AUTH=require", "KAFKA_IGGY_TLS__CLIENT_CA_FILE="+pki.CAFile, "KAFKA_IGGY_SASL__AUTHORIZATION=sidecar",
 		"KAFKA_IGGY_TLS__PRINCIPAL_MAPPING_RULES="+rules)...)
 	return secureTarget{name: "sidecar", saslSSL: sasl, mtls: mtls}
 }
