@@ -38,7 +38,7 @@ test-deps:
 ##       tests run a second time on an embedded server of Iggy protocol 0.12,
 ##       and the concurrent packages a third time under the race detector
 test: test-deps
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	KAFKA_IGGY_TEST_IGGY_PROTOCOL=0.12 $(GO) test -count=1 -timeout 10m ./bridge/
 	$(MAKE) --no-print-directory test-race
 

@@ -48,7 +48,7 @@ func main() {
 	sidecar := flag.Bool("sidecar", os.Getenv("KAFKA_IGGY_COMPAT_NO_SIDECAR") != "1", "run against the sidecar when its hook starts it")
 	gateSidecar := flag.Bool("gate-sidecar", os.Getenv("KAFKA_IGGY_COMPAT_SIDECAR_GATE") != "0",
 		"fail when a sidecar cell that passes on Kafka fails without an intended difference")
-	e2eTimeout := flag.Duration("e2e-timeout", 20*time.Minute, "bound of the e2e test binary")
+	e2eTimeout := flag.Duration("e2e-timeout", 40*time.Minute, "bound of the e2e test binary")
 	run := flag.String("run", "", "passed to go test -run (default: every test)")
 	e2eSuite := flag.Bool("e2e", true, "run the e2e suite (scripts/e2e)")
 	kgoRunFlag := flag.String("kgo-run", "", "run only the kgo-suite.txt tests this regexp matches (default: every test the list runs; a subset is not held to the floor)")
