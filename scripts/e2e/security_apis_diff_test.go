@@ -129,10 +129,55 @@ func securityAPIsScenario(t *testing.T, tg Target) *transcript {
 			return
 		}
 		kv := []string{"results", fmt.Sprint(len(resp.Results))}
+		changed := map[string]bool{}
 		for _, r := range resp.Results {
 			kv = append(kv, "user "+names.Replace(r.User), errStr(r.ErrorCode)+" "+msg(r.ErrorMessage))
+			if r.ErrorCode == 0 {
+				changed[r.User] = true
+			}
 		}
 		tr.add(name, kv...)
+		// Kafka answers an alteration once its controller committed it;
+		// its brokers apply it to what DescribeUserScramCredentials reads
+		// a moment later. Wait until the change is visible, so the next
+		// step reads the state the alteration made (the sidecar's is at
+		// once).
+		want := map[[2]string]bool{} // {user, mechanism} -> present
+		for _, d := range dels {
+			if changed[d.user] {
+				want[[2]string{d.user, fmt.Sprint(d.mech)}] = false
+			}
+		}
+		for _, u := range upss {
+			if changed[u.user] {
+				want[[2]string{u.user, fmt.Sprint(u.mech)}] = true
+			}
+		}
+		for len(want) > 0 {
+			req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatalf("%s: waiting for the alteration to be visible: %v", name, err)
+			}
+			have := map[[2]string]bool{}
+			for _, r := range resp.Results {
+				for _, ci := range r.CredentialInfos {
+					have[[2]string{r.User, fmt.Sprint(ci.Mechanism)}] = true
+				}
+			}
+			visible := true
+			for k, present := range want {
+				visible = visible && have[k] == present
+			}
+			if visible {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: the alteration never became visible", name)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 
 	describe("describe scram of an unknown user", alice)
