@@ -134,6 +134,17 @@ func clientMetricsScenario(t *testing.T, tg Target) *transcript {
 		}
 		tr.add(name, kv...)
 	}
+	// settle waits, on Kafka, until the broker applied an alteration:
+	// Kafka answers once its controller committed the record and applies
+	// it to what ListConfigResources and DescribeConfigs read a moment
+	// later. A topic created after it and seen in the broker's metadata is
+	// the barrier (the broker applies metadata records in order). The
+	// sidecar's answers need no wait.
+	settle := func(code int16, validate bool) {
+		if tg.Kafka && code == 0 && !validate {
+			createTopic(t, tg, uniqueTopic("cmbarrier"), 1)
+		}
+	}
 	alter := func(name, res string, validate bool, ops ...string) {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		req.ValidateOnly = validate
@@ -155,6 +166,7 @@ func clientMetricsScenario(t *testing.T, tg Target) *transcript {
 			return
 		}
 		tr.add(name, "error", errStr(resp.Resources[0].ErrorCode), "message", strPtr(resp.Resources[0].ErrorMessage))
+		settle(resp.Resources[0].ErrorCode, validate)
 	}
 	replace := func(name, res string, kv ...string) {
 		req := kmsg.NewPtrAlterConfigsRequest()
@@ -172,6 +184,7 @@ func clientMetricsScenario(t *testing.T, tg Target) *transcript {
 			return
 		}
 		tr.add(name, "error", errStr(resp.Resources[0].ErrorCode), "message", strPtr(resp.Resources[0].ErrorMessage))
+		settle(resp.Resources[0].ErrorCode, false)
 	}
 
 	list("list subscriptions before any", cl, 16)
