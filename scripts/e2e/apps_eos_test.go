@@ -18,8 +18,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,16 +63,7 @@ func TestKafkaStreamsExactlyOnce(t *testing.T) {
 // domain on it, each listening on a fixed loopback port.
 func eosSidecars(t *testing.T) eosSide {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kafka-iggy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
-	}
+	bin := buildSidecarBinary(t)
 	iggyAddr := acrossProc(t, bin, nil, "embedded Iggy server listening", "listen", "embedded-iggy", "--listen", "127.0.0.1:0")
 	var side eosSide
 	side.name = "sidecar"

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,16 +19,7 @@ import (
 // exactly one member, ConsumerGroupDescribe through every sidecar shows the
 // same Stable group, and every record is consumed.
 func TestConsumerProtocolAcrossSidecars(t *testing.T) {
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kafka-iggy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
-	}
+	bin := buildSidecarBinary(t)
 	iggyAddr := acrossProc(t, bin, nil, "embedded Iggy server listening", "listen", "embedded-iggy", "--listen", "127.0.0.1:0")
 	sidecars := make([]string, 3)
 	for i := range sidecars {

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,16 +30,7 @@ func (b bigMetaBalancer) JoinGroupMetadata(topics []string, _ map[string][]int32
 // group owned by sidecar 1, every partition assigned once and every record
 // consumed.
 func TestLargeJoinGroupAcrossSidecars(t *testing.T) {
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kafka-iggy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
-	}
+	bin := buildSidecarBinary(t)
 	iggyAddr := acrossProc(t, bin, nil, "embedded Iggy server listening", "listen", "embedded-iggy", "--listen", "127.0.0.1:0")
 	sidecars := make([]string, 2)
 	logs := make([]*acrossLog, 2)

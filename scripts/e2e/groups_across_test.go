@@ -200,12 +200,7 @@ func TestGroupAcrossSidecars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "kafka-iggy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
-	}
+	bin := buildSidecarBinary(t)
 	iggyAddr := acrossProc(t, bin, nil, "embedded Iggy server listening", "listen", "embedded-iggy", "--listen", "127.0.0.1:0")
 	sidecars := make([]string, 3)
 	logs := make([]*acrossLog, 3)
@@ -466,4 +461,21 @@ func acrossDescribe(ctx context.Context, admins []*kadm.Client, group, topic str
 		}
 	}
 	return clients, nil
+}
+
+// buildSidecarBinary builds kafka-iggy from this module into the test's
+// temporary directory, for tests that start sidecar processes themselves.
+func buildSidecarBinary(t *testing.T) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "kafka-iggy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
+	}
+	return bin
 }

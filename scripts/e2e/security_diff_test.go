@@ -277,16 +277,7 @@ func pythonSecure(t *testing.T, addr, topic string, s secureSettings) string {
 // SSL with required client certificates.
 func startSecureSidecars(t *testing.T, srv tlstest.Issued, pki *tlstest.PKI, rules string) secureTarget {
 	t.Helper()
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "kafka-iggy")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kafka-iggy")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kafka-iggy: %v\n%s", err, out)
-	}
+	bin := buildSidecarBinary(t)
 	scramCmd := exec.Command(bin, "scram", "--user", "carol", "--mechanism", "SCRAM-SHA-512")
 	scramCmd.Stdin = strings.NewReader("carol-secret-pw\n")
 	line, err := scramCmd.Output()
