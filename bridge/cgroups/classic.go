@@ -42,6 +42,29 @@ import (
 type classicInfo struct {
 	sessionTimeout time.Duration
 	protocols      []groups.Protocol
+	// joinDeadline: told to rejoin, the member must by then; syncDeadline:
+	// joined, it must sync by then (its rebalance timeout, as Kafka's join
+	// and sync timeouts of classic members; zero: none running).
+	joinDeadline, syncDeadline time.Time
+}
+
+// classicExpired names the classic timeout m missed at now ("" none).
+func (m *member) classicExpired(now time.Time) string {
+	switch {
+	case m.classic == nil:
+	case !m.classic.joinDeadline.IsZero() && now.After(m.classic.joinDeadline):
+		return "join_timeout"
+	case !m.classic.syncDeadline.IsZero() && now.After(m.classic.syncDeadline):
+		return "sync_timeout"
+	}
+	return ""
+}
+
+// mustRejoin starts the member's join timeout unless one runs.
+func (m *member) mustRejoin(now time.Time) {
+	if m.classic.joinDeadline.IsZero() {
+		m.classic.joinDeadline = now.Add(m.rebalanceTimeout)
+	}
 }
 
 // Classic is the classic coordinator a group migrates from and to.
@@ -200,7 +223,7 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams) (r groups.JoinResult, hel
 	rt := p.RebalanceTimeout
 	c.update(g, m, HeartbeatParams{InstanceID: p.InstanceID, RackID: md.Rack, RebalanceTimeout: rt, SubscribedTopics: md.Topics,
 		ClientID: p.ClientID, ClientHost: p.ClientHost}, nil, now)
-	m.classic = &classicInfo{sessionTimeout: p.SessionTimeout, protocols: p.Protocols}
+	m.classic = &classicInfo{sessionTimeout: p.SessionTimeout, protocols: p.Protocols, syncDeadline: now.Add(m.rebalanceTimeout)}
 	m.sessionDeadline = now.Add(p.SessionTimeout)
 	topics := g.topics
 	if topics == nil {
@@ -281,9 +304,11 @@ func (c *Coordinator) ClassicSync(p groups.SyncParams) (r groups.SyncResult, hel
 		(p.Protocol != nil && !slices.ContainsFunc(m.classic.protocols, func(q groups.Protocol) bool { return q.Name == *p.Protocol })):
 		return groups.SyncResult{Code: kerr.InconsistentGroupProtocol.Code}, true
 	case g.epoch > m.epoch && m.state != unrevokedPartitions:
+		m.mustRejoin(now)
 		return groups.SyncResult{Code: kerr.RebalanceInProgress.Code}, true
 	}
 	m.sessionDeadline = now.Add(m.classic.sessionTimeout)
+	m.classic.syncDeadline = time.Time{}
 	name := m.classic.protocols[0].Name
 	if p.Protocol != nil {
 		name = *p.Protocol
@@ -311,6 +336,7 @@ func (c *Coordinator) ClassicHeartbeat(group, memberID string, instanceID *strin
 	}
 	m.sessionDeadline = now.Add(m.classic.sessionTimeout)
 	if m.epoch < g.epoch || m.state == unrevokedPartitions || (m.state == unreleasedPartitions && !g.waitingOnUnreleased(m)) {
+		m.mustRejoin(now)
 		return kerr.RebalanceInProgress.Code, true
 	}
 	return 0, true

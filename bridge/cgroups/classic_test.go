@@ -306,3 +306,47 @@ func (c *Coordinator) ValidateCommitCode(memberID string, gen int32) int16 {
 	code, _ := c.ValidateCommit("g", memberID, gen, 8)
 	return code
 }
+
+func TestClassicMemberJoinAndSyncTimeouts(t *testing.T) {
+	mi := newMigration()
+	c := &client{id: "c"}
+	c.join(t, mi.c, migTopics, []string{"t"}, "")
+	d := &classicClient{id: "d"}
+	d.rejoin(t, mi) // rebalance timeout one minute
+	e := &client{id: "e"}
+	e.join(t, mi.c, migTopics, []string{"t"}, "")
+	if code := d.heartbeat(mi); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("d's heartbeat after e joined: code %d, want REBALANCE_IN_PROGRESS", code)
+	}
+	// d keeps heartbeating but never rejoins: removed after its rebalance
+	// timeout, as Kafka's join timeout removes it.
+	for _, step := range []time.Duration{20 * time.Second, 20 * time.Second, 21 * time.Second} {
+		mi.clk.t = mi.clk.t.Add(step)
+		c.beat(t, mi.c, migTopics)
+		e.beat(t, mi.c, migTopics)
+		d.heartbeat(mi)
+	}
+	if hasMember(mi.c, "d") {
+		t.Fatal("d is still a member after its join timeout")
+	}
+	e.beat(t, mi.c, migTopics)
+
+	// f (session timeout two minutes) joins but never syncs: removed after
+	// its rebalance timeout.
+	p := joinParams("f", nil)
+	p.SessionTimeout = 2 * time.Minute
+	r := mi.svc.Join(context.Background(), p)
+	if r.Code != 0 || !hasMember(mi.c, "f") {
+		t.Fatalf("f's join: %+v", r)
+	}
+	mi.clk.t = mi.clk.t.Add(40 * time.Second)
+	c.beat(t, mi.c, migTopics)
+	if !hasMember(mi.c, "f") {
+		t.Fatal("f was removed before its sync timeout")
+	}
+	mi.clk.t = mi.clk.t.Add(21 * time.Second)
+	c.beatRaw(mi.c, migTopics)
+	if hasMember(mi.c, "f") {
+		t.Fatal("f is still a member after its sync timeout")
+	}
+}

@@ -489,6 +489,8 @@ func (c *Coordinator) sweep(now time.Time, serving string) {
 				reason = "session_timeout"
 			case m.state == unrevokedPartitions && now.After(m.revokeDeadline):
 				reason = "rebalance_timeout"
+			case m.classicExpired(now) != "":
+				reason = m.classicExpired(now)
 			default:
 				continue
 			}
