@@ -19,8 +19,14 @@ package bridge
 //     supports (or none at all for the first member):
 //     INCONSISTENT_GROUP_PROTOCOL.
 //   - A group id that a consumer-protocol (KIP-848) group with members
-//     holds (bridge/cgroups): INCONSISTENT_GROUP_PROTOCOL; an empty one is
-//     dropped and the classic group takes the id, as Kafka converts it.
+//     holds (bridge/cgroups, upgraded while live or not): the member joins
+//     that group as a classic member and is answered at once with its
+//     member epoch as the generation and no leader (SyncGroup then hands
+//     it the assignment the coordinator computed), as Kafka 4.4 does;
+//     protocol type other than "consumer" or no protocol the group's
+//     classic members support: INCONSISTENT_GROUP_PROTOCOL. An empty
+//     consumer-protocol group is dropped and the classic group takes the
+//     id, as Kafka converts it.
 //   - A new member joining a group that has groups.max_size members
 //     (Kafka's group.max.size; unlimited by default) is answered
 //     GROUP_MAX_SIZE_REACHED; a known static instance rejoining is not new.
@@ -53,7 +59,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
@@ -68,11 +73,6 @@ func init() { registerAPI((*Bridge).joinGroupAPI) }
 func (b *Bridge) handleJoinGroup(ctx context.Context, rq *Request) (kmsg.Response, error) {
 	req := rq.Msg.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	if busy, _ := b.cgroups.Release(ctx, req.Group); busy { // a consumer-protocol group with members has the id
-		resp.ErrorCode, resp.Generation = kerr.InconsistentGroupProtocol.Code, -1
-		return resp, nil
-	}
-
 	rebalance := req.RebalanceTimeoutMillis
 	if rq.Version == 0 {
 		rebalance = req.SessionTimeoutMillis

@@ -21,8 +21,16 @@ package bridge
 //     UNKNOWN_MEMBER_ID (unknown member or group), FENCED_MEMBER_EPOCH (a
 //     greater epoch, or a smaller one other than the previous with a subset
 //     of the assignment), FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID,
-//     GROUP_MAX_SIZE_REACHED. Joining a group id that a classic group
-//     with members uses: GROUP_ID_NOT_FOUND ("not a consumer group").
+//     GROUP_MAX_SIZE_REACHED.
+//   - Joining a group id that a live classic group of consumers holds
+//     upgrades it (KIP-848's online migration, bridge/cgroups/classic.go):
+//     the classic members stay, with their subscriptions and assignments,
+//     served through JoinGroup, SyncGroup and Heartbeat against the
+//     target assignment; when the last consumer-protocol member leaves,
+//     the classic members remaining, it is a classic group again and
+//     rebalances. A classic group of another protocol type (or one whose
+//     ConsumerProtocol bytes do not decode): GROUP_ID_NOT_FOUND ("not a
+//     consumer group").
 //   - The metadata the assignment is computed from (every Kafka topic and
 //     its partition count, and __consumer_offsets with one partition, which
 //     a regex resolves as Kafka's does) is read from Iggy at most once a
@@ -128,13 +136,6 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		}
 	}
 
-	// A group id is classic or consumer, not both (Kafka 4 without its
-	// online upgrade): a consumer-protocol join of a classic group with
-	// members is refused as Kafka refuses it.
-	if req.MemberEpoch == 0 && req.Group != "" && b.heldByClassicGroup(ctx, req.Group) {
-		return answer(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group")
-	}
-
 	r := b.cgroups.Heartbeat(ctx, p, md.Counts)
 	resp.ErrorCode = r.Code
 	if r.Code != 0 {
@@ -163,16 +164,6 @@ func (b *Bridge) handleConsumerGroupHeartbeat(ctx context.Context, rq *Request) 
 		resp.Assignment = &a
 	}
 	return resp, nil
-}
-
-// heldByClassicGroup reports whether a classic group with members holds
-// the group id (and no consumer-protocol group does).
-func (b *Bridge) heldByClassicGroup(ctx context.Context, group string) bool {
-	if b.cgroups.Holds(ctx, group) {
-		return false
-	}
-	d, found, _ := b.groups.Describe(ctx, group)
-	return found && d.State != groups.StateEmpty.String() && d.State != groups.StateDead.String()
 }
 
 // consumerGroupHeartbeatErrorCodes walks a ConsumerGroupHeartbeat response

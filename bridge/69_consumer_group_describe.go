@@ -14,7 +14,8 @@ package bridge
 //   - Authorized operations: none are computed (no ACLs); the field stays
 //     at Kafka's "not requested" value.
 //
-// Version notes: v1 MemberType (1: a consumer-protocol member).
+// Version notes: v1 MemberType (1: a consumer-protocol member, 0: a classic
+// member of an upgraded group).
 //
 // Iggy commands: GET_TOPIC (300), for the assigned topics' ids.
 
@@ -87,6 +88,9 @@ func (b *Bridge) handleConsumerGroupDescribe(ctx context.Context, rq *Request) (
 				}
 				rm.Assignment, rm.TargetAssignment = assignment(m.Assignment), assignment(m.Target)
 				rm.MemberType = 1
+				if m.Classic {
+					rm.MemberType = 0
+				}
 				rg.Members = append(rg.Members, rm)
 			}
 		}

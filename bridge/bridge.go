@@ -164,11 +164,12 @@ func New(o Options) (*Bridge, error) {
 	b.cmetrics = clientmetrics.New(o.Client, o.Log)
 	local := groups.New(o.Config.Groups, o.Log, nil)
 	local.SetOffsets(offsetsDeleter{b.offsets})
-	b.groups = local
+	clocal := cgroups.New(o.Config.ConsumerGroups, o.Log, nil)
+	clocal.SetClassic(local) // live groups migrate between the protocols (bridge/cgroups/classic.go)
+	b.groups = cgroups.Mixed{Coordinator: local, C: clocal}
 	if o.Groups != nil {
 		b.groups = o.Groups(local)
 	}
-	clocal := cgroups.New(o.Config.ConsumerGroups, o.Log, nil)
 	b.cgroups = cgroups.Local{C: clocal}
 	b.cgroupsServed = o.Groups == nil
 	if o.ConsumerGroups != nil {

@@ -54,6 +54,10 @@ type Coordinator struct {
 	log zerolog.Logger
 	now func() time.Time
 
+	// classic is the classic coordinator groups migrate from and to
+	// (classic.go); nil: no online migration.
+	classic Classic
+
 	mu     sync.Mutex
 	groups map[string]*group
 }
@@ -68,6 +72,14 @@ type group struct {
 	target      map[string]map[TP]struct{}
 	owner       map[TP]string // who owns (assigned or revoking) each partition
 	subscribed  map[string]int32
+	// topics is the metadata of the latest heartbeat, which classic
+	// members' joins assign from (nil: none since a restore).
+	topics map[string]int32
+}
+
+func newGroup(id string) *group {
+	return &group{id: id, assignor: Assignors[0], members: map[string]*member{}, instances: map[string]string{},
+		target: map[string]map[TP]struct{}{}, owner: map[TP]string{}, subscribed: map[string]int32{}}
 }
 
 // New builds a Coordinator; now is its clock (nil: time.Now).
@@ -154,16 +166,22 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sweep(now)
+	c.sweep(now, p.Group)
 	g := c.groups[p.Group]
 	if g == nil {
 		if p.MemberEpoch != joinEpoch {
 			return fail(kerr.UnknownMemberID, "the group has no member "+p.MemberID, p)
 		}
-		g = &group{id: p.Group, assignor: Assignors[0], members: map[string]*member{}, instances: map[string]string{},
-			target: map[string]map[TP]struct{}{}, owner: map[TP]string{}, subscribed: map[string]int32{}}
+		var refused bool
+		if g, refused = c.upgrade(p.Group, now); refused {
+			return fail(kerr.GroupIDNotFound, "Group "+p.Group+" is not a consumer group", p)
+		}
+		if g == nil {
+			g = newGroup(p.Group)
+		}
 		c.groups[p.Group] = g
 	}
+	g.topics = topics
 
 	switch p.MemberEpoch {
 	case leaveEpoch, staticLeaveEpoch:
@@ -202,6 +220,19 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 			owned[tp] = struct{}{}
 		}
 	}
+	c.reconcile(g, m, owned, now)
+	r := HeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: c.cfg.HeartbeatInterval}
+	full := p.MemberEpoch == joinEpoch || (p.RebalanceTimeout >= 0 && p.SubscribedTopics != nil && p.OwnedSet)
+	if full || !sameSet(before, m.assigned) {
+		r.HasAssignment = true
+		r.Assignment = sortedTPs(m.assigned)
+	}
+	return r
+}
+
+// reconcile moves m towards its target; owned is what it reported owning
+// (nil: not reported).
+func (c *Coordinator) reconcile(g *group, m *member, owned map[TP]struct{}, now time.Time) {
 	prevState := m.state
 	g.release(m)
 	m.reconcile(g.targetEpoch, g.target[m.id], owned, func(tp TP) bool {
@@ -216,13 +247,6 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 		c.log.Debug().Str("group", g.id).Str("member_id", m.id).Int32("member_epoch", m.epoch).
 			Str("member_state", m.state.String()).Msg("consumer group member reconciling")
 	}
-	r := HeartbeatResult{MemberID: m.id, MemberEpoch: m.epoch, HeartbeatInterval: c.cfg.HeartbeatInterval}
-	full := p.MemberEpoch == joinEpoch || (p.RebalanceTimeout >= 0 && p.SubscribedTopics != nil && p.OwnedSet)
-	if full || !sameSet(before, m.assigned) {
-		r.HasAssignment = true
-		r.Assignment = sortedTPs(m.assigned)
-	}
-	return r
 }
 
 // checkEpoch is Kafka's member epoch check: a greater epoch is fenced; a
@@ -393,10 +417,13 @@ func (c *Coordinator) leave(g *group, p HeartbeatParams) HeartbeatResult {
 	if m == nil {
 		return fail(kerr.UnknownMemberID, "the group has no member "+p.MemberID, p)
 	}
-	if p.MemberEpoch == staticLeaveEpoch {
+	switch {
+	case p.MemberEpoch == staticLeaveEpoch:
 		m.epoch = staticLeaveEpoch
 		c.log.Info().Str("group", g.id).Str("member_id", m.id).Msg("consumer group static member left temporarily")
-	} else {
+	case c.canDowngrade(g, m):
+		c.downgrade(g, m)
+	default:
 		c.removeMember(g, m, "leave")
 	}
 	return HeartbeatResult{MemberID: p.MemberID, MemberEpoch: p.MemberEpoch, HeartbeatInterval: c.cfg.HeartbeatInterval}
@@ -447,18 +474,34 @@ func (g *group) own(m *member) {
 func (c *Coordinator) Sweep() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sweep(c.now())
+	c.sweep(c.now(), "")
 }
 
-func (c *Coordinator) sweep(now time.Time) {
+// sweep removes timed-out members. A removal that downgrades the group to
+// a classic one happens only within a call of that group (serving), which
+// persists the change across sidecars; elsewhere it waits for one.
+func (c *Coordinator) sweep(now time.Time, serving string) {
 	for _, g := range c.groups {
 		for _, m := range g.members {
+			reason := ""
 			switch {
 			case now.After(m.sessionDeadline):
-				c.removeMember(g, m, "session_timeout")
+				reason = "session_timeout"
 			case m.state == unrevokedPartitions && now.After(m.revokeDeadline):
-				c.removeMember(g, m, "rebalance_timeout")
+				reason = "rebalance_timeout"
+			case m.classicExpired(now) != "":
+				reason = m.classicExpired(now)
+			default:
+				continue
 			}
+			if c.canDowngrade(g, m) {
+				if g.id == serving {
+					c.downgrade(g, m)
+					break
+				}
+				continue
+			}
+			c.removeMember(g, m, reason)
 		}
 	}
 }

@@ -32,6 +32,7 @@ type MemberDescription struct {
 	SubscribedRegex  *string
 	Assignment       []TP // owned
 	Target           []TP // target assignment
+	Classic          bool // the member uses the classic protocol (MemberType 0)
 }
 
 // Listing is a group as ListGroups shows it.
@@ -59,7 +60,7 @@ func (g *group) state() string {
 func (c *Coordinator) Describe(id string) (Description, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sweep(c.now())
+	c.sweep(c.now(), id)
 	g := c.groups[id]
 	if g == nil {
 		return Description{}, false
@@ -69,7 +70,7 @@ func (c *Coordinator) Describe(id string) (Description, bool) {
 		md := MemberDescription{
 			MemberID: m.id, InstanceID: m.instanceID, RackID: m.rackID, MemberEpoch: m.epoch,
 			ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopics: append([]string(nil), m.topics...),
-			Assignment: sortedTPs(m.assigned), Target: sortedTPs(g.target[m.id]),
+			Assignment: sortedTPs(m.assigned), Target: sortedTPs(g.target[m.id]), Classic: m.classic != nil,
 		}
 		if m.regex != "" {
 			r := m.regex
@@ -85,7 +86,7 @@ func (c *Coordinator) Describe(id string) (Description, bool) {
 func (c *Coordinator) List() []Listing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sweep(c.now())
+	c.sweep(c.now(), "")
 	out := make([]Listing, 0, len(c.groups))
 	for id, g := range c.groups {
 		out = append(out, Listing{Group: id, State: g.state()})
@@ -102,7 +103,7 @@ func (c *Coordinator) List() []Listing {
 func (c *Coordinator) Release(group string) (busy, dropped bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sweep(c.now())
+	c.sweep(c.now(), "")
 	g := c.groups[group]
 	if g == nil {
 		return false, false

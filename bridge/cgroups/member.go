@@ -61,6 +61,8 @@ type member struct {
 
 	sessionDeadline time.Time
 	revokeDeadline  time.Time // unrevokedPartitions only
+
+	classic *classicInfo // a classic-protocol member (classic.go); nil: consumer protocol
 }
 
 // subscribes reports whether the member subscribes to topic.

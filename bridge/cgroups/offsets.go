@@ -26,6 +26,11 @@ func (c *Coordinator) ValidateCommit(group, memberID string, epoch int32, versio
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code, true
+	case m.classic != nil: // a classic member commits with its generation, the member epoch
+		if epoch != m.epoch {
+			return kerr.IllegalGeneration.Code, true
+		}
+		return 0, true
 	case version < 9:
 		return kerr.UnsupportedVersion.Code, true
 	case epoch != m.epoch:
@@ -55,6 +60,8 @@ func (c *Coordinator) ValidateFetch(group string, memberID *string, epoch int32)
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code, true
+	case epoch != m.epoch && m.classic != nil:
+		return kerr.IllegalGeneration.Code, true
 	case epoch != m.epoch:
 		return kerr.StaleMemberEpoch.Code, true
 	}

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"sort"
 	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
 // snapshotVersion is the format written.
@@ -47,6 +49,18 @@ type snapshotMember struct {
 	Assigned    []TP     `json:"assigned,omitempty"`
 	Revoking    []TP     `json:"revoking,omitempty"`
 	Target      []TP     `json:"target,omitempty"`
+	// Classic is set for a member using the classic protocol.
+	Classic *snapshotClassic `json:"classic,omitempty"`
+}
+
+type snapshotClassic struct {
+	SessionMs int64              `json:"session_timeout_ms"`
+	Protocols []snapshotProtocol `json:"protocols"`
+}
+
+type snapshotProtocol struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata"`
 }
 
 // Snapshot encodes the group's state; held is false when no group of that
@@ -60,11 +74,18 @@ func (c *Coordinator) Snapshot(id string) (b []byte, held bool) {
 	}
 	s := snapshot{V: snapshotVersion, Group: id, Epoch: g.epoch, TargetEpoch: g.targetEpoch, Assignor: g.assignor, Subscribed: g.subscribed}
 	for _, m := range g.members {
+		var cl *snapshotClassic
+		if m.classic != nil {
+			cl = &snapshotClassic{SessionMs: m.classic.sessionTimeout.Milliseconds()}
+			for _, p := range m.classic.protocols {
+				cl.Protocols = append(cl.Protocols, snapshotProtocol{p.Name, p.Metadata})
+			}
+		}
 		s.Members = append(s.Members, snapshotMember{
 			ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID, ClientHost: m.clientHost,
 			Epoch: m.epoch, PrevEpoch: m.prevEpoch, State: int8(m.state), Topics: m.topics, Regex: m.regex,
 			Assignor: m.assignor, RebalanceMs: m.rebalanceTimeout.Milliseconds(),
-			Assigned: sortedTPs(m.assigned), Revoking: sortedTPs(m.revoking), Target: sortedTPs(g.target[m.id]),
+			Assigned: sortedTPs(m.assigned), Revoking: sortedTPs(m.revoking), Target: sortedTPs(g.target[m.id]), Classic: cl,
 		})
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].ID < s.Members[j].ID })
@@ -111,6 +132,16 @@ func (c *Coordinator) Restore(id string, b []byte) error {
 			epoch: sm.Epoch, prevEpoch: sm.PrevEpoch, state: memberState(sm.State), topics: sm.Topics, regex: sm.Regex,
 			assignor: sm.Assignor, rebalanceTimeout: time.Duration(sm.RebalanceMs) * time.Millisecond,
 			assigned: setOf(sm.Assigned), sessionDeadline: now.Add(c.cfg.SessionTimeout)}
+		if cl := sm.Classic; cl != nil {
+			m.classic = &classicInfo{sessionTimeout: time.Duration(cl.SessionMs) * time.Millisecond}
+			for _, p := range cl.Protocols {
+				m.classic.protocols = append(m.classic.protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
+			}
+			if len(m.classic.protocols) == 0 {
+				return errSnapshot
+			}
+			m.sessionDeadline = now.Add(m.classic.sessionTimeout)
+		}
 		if len(sm.Revoking) > 0 {
 			m.revoking = setOf(sm.Revoking)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kafka-iggy/kafka-iggy/bridge/cgroups"
 	"github.com/kafka-iggy/kafka-iggy/bridge/groups"
 )
 
@@ -22,13 +23,8 @@ var joinCall = register(&call[groups.JoinParams, groups.JoinResult]{
 	params: joinParams, answer: joinResult,
 	code: func(a *groups.JoinResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.JoinParams) (groups.JoinResult, bool) {
-		switch busy, _, ok := releasePre(ctx, r, k, p.Group); {
-		case !ok:
-			return groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1}, true
-		case busy: // a consumer-protocol group with members has the id
-			return groups.JoinResult{Code: kerr.InconsistentGroupProtocol.Code, MemberID: p.MemberID, Generation: -1}, true
-		}
-		return groups.JoinResult{}, false
+		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) { return c.ClassicJoin(*p) },
+			groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1})
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.JoinParams) groups.JoinResult {
 		return c.Join(ctx, *p)
@@ -49,6 +45,10 @@ var syncCall = register(&call[groups.SyncParams, groups.SyncResult]{
 	group:  func(p *groups.SyncParams) string { return p.Group },
 	params: syncParams, answer: syncResult,
 	code: func(a *groups.SyncResult) int16 { return a.Code },
+	pre: func(ctx context.Context, r *Router, k int, p *groups.SyncParams) (groups.SyncResult, bool) {
+		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.SyncResult, bool) { return c.ClassicSync(*p) },
+			groups.SyncResult{Code: kerr.CoordinatorLoadInProgress.Code})
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.SyncParams) groups.SyncResult {
 		return c.Sync(ctx, *p)
 	},
@@ -67,6 +67,12 @@ var heartbeatCall = register(&call[memberReq, codeAnswer]{
 	group:  func(p *memberReq) string { return p.group },
 	params: memberReqBody, answer: codeBody,
 	code: func(a *codeAnswer) int16 { return a.code },
+	pre: func(ctx context.Context, r *Router, k int, p *memberReq) (codeAnswer, bool) {
+		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (codeAnswer, bool) {
+			code, held := c.ClassicHeartbeat(p.group, p.memberID, p.instanceID, p.generation)
+			return codeAnswer{code}, held
+		}, codeAnswer{kerr.CoordinatorLoadInProgress.Code})
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *memberReq) codeAnswer {
 		return codeAnswer{c.Heartbeat(ctx, p.group, p.memberID, p.instanceID, p.generation)}
 	},
@@ -83,6 +89,12 @@ var leaveCall = register(&call[leaveReq, leaveAnswer]{
 	group:  func(p *leaveReq) string { return p.group },
 	params: leaveBody, answer: leaveAnswerBody,
 	code: func(a *leaveAnswer) int16 { return a.top },
+	pre: func(ctx context.Context, r *Router, k int, p *leaveReq) (leaveAnswer, bool) {
+		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (leaveAnswer, bool) {
+			codes, held := c.ClassicLeave(p.group, p.ids)
+			return leaveAnswer{0, codes}, held
+		}, leaveAnswer{kerr.CoordinatorLoadInProgress.Code, make([]int16, len(p.ids))})
+	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *leaveReq) leaveAnswer {
 		top, codes := c.Leave(ctx, p.group, p.ids)
 		return leaveAnswer{top, codes}

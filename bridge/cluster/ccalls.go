@@ -178,6 +178,29 @@ func releasePre(ctx context.Context, r *Router, k int, group string) (busy, drop
 	return res.busy, res.dropped, ok
 }
 
+// classicPre serves at the owner a classic call (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup) of a group the consumer protocol holds, the
+// group's persisted state loaded first and written after (cserve); done is
+// false when no consumer-protocol group with members holds the id (the
+// classic coordinator serves it; an empty one was dropped).
+func classicPre[R any](ctx context.Context, r *Router, k int, group string, f func(*cgroups.Coordinator) (R, bool), loading R) (res R, done bool) {
+	if r.clocal == nil {
+		return res, false
+	}
+	type served struct {
+		res  R
+		held bool
+	}
+	out, ok := cserve(ctx, r, group, k, func() served {
+		v, held := f(r.clocal)
+		return served{v, held}
+	})
+	if !ok {
+		return loading, true
+	}
+	return out.res, out.held
+}
+
 // holdsPre reports at the owner whether a consumer-protocol group holds the
 // id.
 func holdsPre(ctx context.Context, r *Router, k int, group string) (held, ok bool) {

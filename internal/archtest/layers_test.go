@@ -59,7 +59,7 @@ var layers = map[string]rule{
 	"bridge/topicconfig":   {imports: with(iggyCodec, "codec/records", "budget", "bridge/iggy"), tests: testKit},
 	"bridge/fetchsession":  {},
 	"bridge/telemetry":     {imports: []string{"budget"}},
-	"bridge/cgroups":       {},
+	"bridge/cgroups":       {imports: []string{"bridge/groups"}},
 	"bridge/quotas":        {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	"bridge/clientmetrics": {imports: with(iggyCodec, "codec/records", "bridge/iggy")},
 	"bridge/producers":     {imports: with(iggyCodec, "budget", "bridge/iggy")},

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -24,11 +22,8 @@ import (
 // member is restarted the group is a consumer group; no record is lost and
 // none is read twice (each member commits before it gives a partition up).
 //
-// The sidecar does not do the live upgrade (docs/OPERATIONS.md): the first
-// consumer-protocol member is refused with GROUP_ID_NOT_FOUND while the
-// classic members go on consuming, undisturbed, every record once. When the
-// sidecar learns the upgrade, this test's sidecar branch must become the
-// Kafka branch.
+// The sidecar does the same (bridge/cgroups/classic.go): the same
+// outcome is asserted against both.
 func TestConsumerProtocolLiveUpgrade(t *testing.T) {
 	for _, tg := range targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
@@ -161,34 +156,7 @@ func TestConsumerProtocolLiveUpgrade(t *testing.T) {
 				t.Fatalf("group type %q with two classic members, want classic", gt)
 			}
 
-			if tg.Sidecar {
-				c := start(kgo.ServerSideBalancer())
-				deadline := time.Now().Add(60 * time.Second)
-			refused:
-				for {
-					select {
-					case err := <-c.errs:
-						if errors.Is(err, kerr.GroupIDNotFound) {
-							break refused
-						}
-						t.Logf("consumer-protocol member: %v", err)
-					case <-time.After(time.Until(deadline)):
-						t.Fatal("the consumer-protocol member joining the live classic group was not refused with GROUP_ID_NOT_FOUND")
-					}
-				}
-				produce(1)
-				waitRead("the classic members after the refused join")
-				if gt := groupType(); gt != "classic" {
-					t.Fatalf("group type %q after the refused join, want classic", gt)
-				}
-				stop(c)
-				stop(a)
-				stop(b)
-				checkOnce()
-				return
-			}
-
-			// Kafka: the rolling restart, one member at a time.
+			// The rolling restart, one member at a time.
 			c := start(kgo.ServerSideBalancer())
 			produce(1)
 			waitRead("two classic members and one consumer-protocol member")
