@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -78,7 +79,7 @@ func ctpCheck(t *testing.T, tg Target, c ctpTopics) {
 	}
 	ctx := testCtx(t, 30*time.Second)
 	adm := kadm.NewClient(newKgo(t, tg))
-	offs, err := adm.FetchOffsets(ctx, c.group)
+	offs, err := adm.FetchOffsets(kadm.RequireStable(ctx), c.group)
 	if err != nil {
 		t.Fatalf("%s: OffsetFetch %s: %v", tg.Name, c.group, err)
 	}
@@ -98,13 +99,14 @@ func kgoReadValues(t *testing.T, tg Target, topic string, iso kgo.IsolationLevel
 	deadline := time.Now().Add(30 * time.Second)
 	var extra time.Time
 	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
-		ctx := testCtx(t, 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		fs := cl.PollFetches(ctx)
 		fs.EachError(func(_ string, _ int32, err error) {
 			if ctx.Err() == nil {
 				t.Errorf("%s: read %s: %v", tg.Name, topic, err)
 			}
 		})
+		cancel()
 		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
 		if len(got) >= n && extra.IsZero() {
 			extra = time.Now().Add(time.Second)
