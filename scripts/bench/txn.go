@@ -21,11 +21,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -41,6 +44,10 @@ const (
 	txnIdem     = "idempotent"
 	txnEvery100 = "txn every 100 ms"
 	txnEvery1k  = "txn every 1000 records"
+	// txnV2 marks a Kafka run under transaction protocol v2 (KIP-890:
+	// franz-go's newest versions, the broker's transaction.version 2), a
+	// row beside the v1 figures; the sidecar serves v1 only.
+	txnV2 = " (protocol v2)"
 )
 
 // txnVersions caps franz-go at transaction protocol v1.
@@ -74,29 +81,37 @@ func (b *bench) runTxn() {
 				continue
 			}
 			variants := []string{txnEnd1, txnEnd4, txnIdem, txnEvery100, txnEvery1k}
+			if t == tKafka {
+				variants = append(variants, txnEnd1+txnV2, txnEnd4+txnV2, txnEvery100+txnV2, txnEvery1k+txnV2)
+			}
 			if pass%2 == 0 {
-				variants = []string{txnEvery1k, txnEvery100, txnIdem, txnEnd4, txnEnd1}
+				slices.Reverse(variants)
 			}
 			for _, v := range variants {
 				r := &Result{Workload: wTxn, Variant: v, Target: t, Pass: pass}
 				var err error
-				switch v {
-				case txnEnd1, txnEnd4:
+				base, v2 := strings.CutSuffix(v, txnV2)
+				if v2 {
+					err = kafkaTxnV2(b.ctx, s.addr)
+				}
+				switch {
+				case err != nil:
+				case base == txnEnd1 || base == txnEnd4:
 					if sk := b.skipFor(latDur + b.slack(20*time.Second)); sk != "" {
 						r.Skipped = sk
 						break
 					}
 					parts := 1
-					if v == txnEnd4 {
+					if base == txnEnd4 {
 						parts = b.plan.Partitions
 					}
-					err = b.txnLatency(s, t, topic, parts, latDur, r)
+					err = b.txnLatency(s, t, topic, parts, latDur, v2, r)
 				default:
 					if sk := b.skipFor(b.plan.runLen() + b.slack(20*time.Second)); sk != "" {
 						r.Skipped = sk
 						break
 					}
-					err = b.txnThroughput(t, topic, v, win, r)
+					err = b.txnThroughput(t, topic, base, win, v2, r)
 				}
 				if err != nil {
 					r.Error = err.Error()
@@ -108,6 +123,29 @@ func (b *bench) runTxn() {
 	}
 }
 
+// kafkaTxnV2 checks that the broker at addr has transaction.version 2
+// finalized (KIP-890), so that a client at its newest versions runs
+// transaction protocol v2.
+func kafkaTxnV2(ctx context.Context, addr string) error {
+	cl, err := newKgo(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" && f.MaxVersionLevel >= 2 {
+			return nil
+		}
+	}
+	return errors.New("the broker has no transaction.version 2 finalized: no transaction protocol v2")
+}
+
 // txnID is a fresh transactional id.
 func (b *bench) txnID(t string) string {
 	b.seq++
@@ -116,9 +154,13 @@ func (b *bench) txnID(t string) string {
 
 // txnLatency times EndTransaction(commit) of transactions of txnLatRecords
 // records over parts partitions.
-func (b *bench) txnLatency(s *server, t, topic string, parts int, dur time.Duration, r *Result) error {
-	cl, err := newKgo(kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic(topic), kgo.TransactionalID(b.txnID(t)),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0), kgo.MaxVersions(txnVersions()))
+func (b *bench) txnLatency(s *server, t, topic string, parts int, dur time.Duration, v2 bool, r *Result) error {
+	opts := []kgo.Opt{kgo.SeedBrokers(s.addr), kgo.DefaultProduceTopic(topic), kgo.TransactionalID(b.txnID(t)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
+	if !v2 {
+		opts = append(opts, kgo.MaxVersions(txnVersions()))
+	}
+	cl, err := newKgo(opts...)
 	if err != nil {
 		return err
 	}
@@ -187,10 +229,13 @@ func (b *bench) txnLatency(s *server, t, topic string, parts int, dur time.Durat
 
 // txnThroughput is a steady-state produce run of one client, idempotent or
 // transactional (variant).
-func (b *bench) txnThroughput(t, topic, variant string, win windowSpec, r *Result) error {
+func (b *bench) txnThroughput(t, topic, variant string, win windowSpec, v2 bool, r *Result) error {
 	opts := []kgo.Opt{kgo.SeedBrokers(b.targets[t].addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5 * time.Millisecond),
-		kgo.MaxBufferedRecords(txnBuffered), kgo.MaxVersions(txnVersions()),
+		kgo.MaxBufferedRecords(txnBuffered),
 		kgo.RecordDeliveryTimeout(win.warm + win.measure + flushGrace), kgo.ProduceRequestTimeout(flushGrace)}
+	if !v2 {
+		opts = append(opts, kgo.MaxVersions(txnVersions()))
+	}
 	txn := variant != txnIdem
 	if txn {
 		opts = append(opts, kgo.TransactionalID(b.txnID(t)))
@@ -296,6 +341,22 @@ func (b *bench) txnThroughput(t, topic, variant string, win windowSpec, r *Resul
 	return nil
 }
 
+// txnRow is one row of a transaction table: the runs of variant v on t.
+type txnRow struct{ t, v, label string }
+
+// txnRows are the rows of variant v: one per target, and Kafka's protocol
+// v2 runs after its v1 row (never for the idempotent producer).
+func txnRows(group []string, v string) []txnRow {
+	var out []txnRow
+	for _, t := range group {
+		out = append(out, txnRow{t, v, targetLabel[t]})
+		if t == tKafka && v != txnIdem {
+			out = append(out, txnRow{t, v + txnV2, targetLabel[t] + ", protocol v2"})
+		}
+	}
+	return out
+}
+
 // writeTxn renders the transaction section.
 func (b *bench) writeTxn(p func(string, ...any)) {
 	any := false
@@ -312,17 +373,20 @@ func (b *bench) writeTxn(p func(string, ...any)) {
 		}
 	}
 	p("## The cost of a transaction (issue 25)\n\n")
-	p("franz-go, transaction protocol v1 on both targets (Produce v11, AddPartitionsToTxn v3, EndTxn v4: what the sidecar serves; Kafka 4.x would use v2 from Produce v12 / EndTxn v5 on), %d pass(es), the targets and the variants interleaved. "+
+	p("franz-go, transaction protocol v1 on both targets (Produce v11, AddPartitionsToTxn v3, EndTxn v4: what the sidecar serves); the rows *protocol v2* are Kafka under KIP-890's v2 (franz-go's newest versions, the broker's transaction.version 2: Produce v12 adds the partitions implicitly, EndTxn v5 bumps the epoch), the sidecar not serving it yet. %d pass(es), the targets and the variants interleaved. "+
 		"**EndTxn latency**: one transactional producer runs transactions of %d 1 KiB records, to one partition or spread over %d, back to back (%d untimed first, then for up to %s or %d transactions); each transaction's records are flushed, then `EndTransaction(commit)` is timed: the EndTxn round trip (on the sidecar the decision written to the coordinator's log in Iggy and a marker appended to each partition before the answer; Kafka answers after its PREPARE_COMMIT and writes the markers afterwards). *transaction* is Begin to the commit's answer (produce, AddPartitionsToTxn and EndTxn): a transaction that starts while the previous one's markers are still being written meets CONCURRENT_TRANSACTIONS on AddPartitionsToTxn, and franz-go retries after its backoff (20 ms by default, growing). "+
 		"**Throughput**: one client producing 1 KiB records as fast as it can (at most %d buffered, linger 5 ms) to a %d-partition topic: idempotent (franz-go's default) or transactional, committing every 100 ms or every 1,000 records; a transactional record counts when its commit is answered inside the window (%s warm-up, %s window).\n\n",
 		max(1, b.plan.Passes), txnLatRecords, b.plan.Partitions, txnLatWarm, 2*b.plan.LatDur, txnLatMax, txnBuffered, b.plan.Partitions, b.plan.Warm, b.plan.Measure)
 	p("| EndTxn (commit) | target | EndTxn p50 | EndTxn p99 | transaction p50 | transaction p99 | transactions/s | sidecar ÷ Kafka (p50) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, v := range []string{txnEnd1, txnEnd4} {
 		kp50 := b.st(wTxn, v, tKafka, func(r *Result) float64 { return r.Latency.P50 })
-		for _, t := range group {
-			rs := b.runsOf(wTxn, v, t)
+		for _, row := range txnRows(group, v) {
+			t, label := row.t, row.label
+			rs := b.runsOf(wTxn, row.v, t)
 			if len(rs) == 0 {
-				p("| %d records, %s | %s | %s ||||||\n", txnLatRecords, v[len("endtxn "):], targetLabel[t], status(b.anyResult(wTxn, v, t)))
+				if r := b.anyResult(wTxn, row.v, t); r != nil || row.v == v {
+					p("| %d records, %s | %s | %s ||||||\n", txnLatRecords, v[len("endtxn "):], label, status(r))
+				}
 				continue
 			}
 			pct := func(f func(r *Result) float64) string { return statOf(rs, f).showUS() }
@@ -331,17 +395,20 @@ func (b *bench) writeTxn(p func(string, ...any)) {
 			if t == tSidecar {
 				vs = showRatio(p50, kp50)
 			}
-			p("| %d records, %s | %s | %s | %s | %s | %s | %s | %s |\n", txnLatRecords, v[len("endtxn "):], targetLabel[t], p50.showUS(),
+			p("| %d records, %s | %s | %s | %s | %s | %s | %s | %s |\n", txnLatRecords, v[len("endtxn "):], label, p50.showUS(),
 				pct(func(r *Result) float64 { return r.Latency.P99 }), pct(func(r *Result) float64 { return r.TxnLatency.P50 }),
 				pct(func(r *Result) float64 { return r.TxnLatency.P99 }), statOf(rs, func(r *Result) float64 { return r.TxnPerS }).show("%.0f"), vs)
 		}
 	}
 	p("\n| producer | target | records/s | MB/s | ÷ idempotent | sidecar ÷ Kafka | server CPU s/GB | Iggy CPU s/GB | commits/s | EndTxn p50 / p99 |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, v := range []string{txnIdem, txnEvery100, txnEvery1k} {
-		for _, t := range group {
-			rs := b.runsOf(wTxn, v, t)
+		for _, row := range txnRows(group, v) {
+			t, label := row.t, row.label
+			rs := b.runsOf(wTxn, row.v, t)
 			if len(rs) == 0 {
-				p("| %s | %s | %s ||||||||\n", v, targetLabel[t], status(b.anyResult(wTxn, v, t)))
+				if r := b.anyResult(wTxn, row.v, t); r != nil || row.v == v {
+					p("| %s | %s | %s ||||||||\n", v, label, status(r))
+				}
 				continue
 			}
 			rec := statOf(rs, func(r *Result) float64 { return r.RecPerS })
@@ -357,7 +424,7 @@ func (b *bench) writeTxn(p func(string, ...any)) {
 				iggy = statOf(rs, func(r *Result) float64 { return perGB(r.IggyCPUs, r.Bytes) }).show("%.2f")
 				vk = showRatio(rec, b.st(wTxn, v, tKafka, func(r *Result) float64 { return r.RecPerS }))
 			}
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v, targetLabel[t], rec.show("%.0f"), statOf(rs, mbps).show("%.1f"), vi, vk,
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", v, label, rec.show("%.0f"), statOf(rs, mbps).show("%.1f"), vi, vk,
 				statOf(rs, serverPerGB).show("%.2f"), iggy, commits, lat)
 		}
 	}

@@ -26,6 +26,7 @@ func TestTxnSection(t *testing.T) {
 		{Workload: wTxn, Variant: txnEnd4, Target: tKafka, Pass: 1, Error: "commit: boom"},
 		thr(txnIdem, tSidecar, 1, 200_000), thr(txnEvery100, tSidecar, 1, 100_000), thr(txnEvery1k, tSidecar, 1, 50_000),
 		thr(txnIdem, tKafka, 1, 100_000), thr(txnEvery100, tKafka, 1, 100_000), thr(txnEvery1k, tKafka, 1, 25_000),
+		lat(txnEnd1+txnV2, tKafka, 1, 300, 3000), thr(txnEvery1k+txnV2, tKafka, 1, 80_000),
 	}
 	var w strings.Builder
 	b.writeTxn(func(f string, a ...any) { w.WriteString(fmt.Sprintf(f, a...)) })
@@ -36,9 +37,18 @@ func TestTxnSection(t *testing.T) {
 		"| 10 records, 4 partitions | Apache Kafka (KRaft) | FAILED: commit: boom |",
 		"| txn every 100 ms | sidecar → embedded Iggy | 100000 | 102.4 | 0.50× | 1.00× |",
 		"| txn every 1000 records | sidecar → embedded Iggy | 50000 | 51.2 | 0.25× | 2.00× |",
+		"| 10 records, 1 partition | Apache Kafka (KRaft), protocol v2 | 300 µs | 3.00 ms |",
+		"| txn every 1000 records | Apache Kafka (KRaft), protocol v2 | 80000 | 81.9 | 0.80× | – |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("section lacks %q:\n%s", want, md)
+		}
+	}
+	// No protocol v2 row where Kafka has no such run: the idempotent
+	// producer, the 4-partition EndTxn and every-100-ms here.
+	for _, no := range []string{"| idempotent | Apache Kafka (KRaft), protocol v2", "4 partitions | Apache Kafka (KRaft), protocol v2", "every 100 ms | Apache Kafka (KRaft), protocol v2"} {
+		if strings.Contains(md, no) {
+			t.Errorf("section has %q", no)
 		}
 	}
 }
