@@ -3,7 +3,8 @@ package main
 // The transaction workload (issue 25): what a Kafka transaction costs on
 // the sidecar and on the Kafka broker, with franz-go, transaction protocol
 // v1 on both (Produce v11, AddPartitionsToTxn v3, EndTxn v4: what the
-// sidecar serves; Kafka 4.x would otherwise switch to v2).
+// sidecar serves), and on Kafka also under v2 (KIP-890: what franz-go and
+// Kafka 4.x use by default), as rows of their own.
 //
 //   - EndTxn latency: a transactional producer runs transactions of
 //     txnLatRecords 1 KiB records, to one partition or spread over four,
