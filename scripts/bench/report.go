@@ -237,6 +237,8 @@ func (b *bench) markdown(plots map[string]string) string {
 
 	b.writeFetchSession(p)
 
+	b.writeTxn(p)
+
 	b.writePeakRSS(p)
 
 	b.writeGnet(p, plots)

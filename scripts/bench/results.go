@@ -105,6 +105,11 @@ type Result struct {
 	// (fetchsession.go).
 	FetchRequests int64   `json:"fetch_requests,omitempty"`
 	CPUPerFetchUs float64 `json:"cpu_per_fetch_us,omitempty"`
+	// TxnLatency and TxnPerS: the transaction workload's whole
+	// transactions (Begin to the commit's answer) and transactions
+	// committed per second (txn.go); its Latency is EndTxn's.
+	TxnLatency *Percentiles `json:"txn_latency,omitempty"`
+	TxnPerS    float64      `json:"transactions_per_s,omitempty"`
 
 	// Steady state: the warm-up's rate (the calibration) and, for paced
 	// runs, the offered load.

@@ -195,6 +195,11 @@ func (b *bench) runWorkloads() {
 	if b.plan.does("fetchsession") {
 		b.runFetchSession()
 	}
+	// 7c. The cost of a transaction: EndTxn latency, transactional vs
+	// idempotent throughput (txn.go).
+	if b.plan.does("txn") && !b.plan.Smoke {
+		b.runTxn()
+	}
 	// 8. Per-principal Iggy sessions (principals.go); restarts the sidecar.
 	if _, ok := b.targets[tSidecar]; ok && b.plan.does("principals") && !b.plan.Smoke {
 		b.runPrincipals()

@@ -20,3 +20,8 @@ func TestSecurityDifferential(t *testing.T) {
 func TestReadCommittedConfluent(t *testing.T) {
 	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
 }
+
+// TestTxnProducerConfluent needs cgo too (see above).
+func TestTxnProducerConfluent(t *testing.T) {
+	missingDependency(t, "confluent-kafka-go needs cgo: set CGO_ENABLED=1 and install gcc")
+}

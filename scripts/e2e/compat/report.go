@@ -16,6 +16,7 @@ var columns = []struct{ key, title, what string }{
 	{"produce/consume", "produce/consume", "the canonical records (null/empty/300-byte keys, tombstone, empty and binary values, duplicate/empty/long headers, CreateTime 0 ms and 2001, two partitions) produced with none, gzip, snappy, lz4 and zstd, read back by the client and by franz-go: keys, values, headers, timestamps, partitions and offsets equal"},
 	{"group", "group + rebalance", "two members of one group: the first gets all 4 partitions, after the second joins each holds 2, and DescribeGroups shows them Stable with exactly those assignments"},
 	{"cgroup", "group (consumer protocol)", "KIP-848's group.protocol=consumer (TestConsumerProtocolJava, TestConsumerProtocolConfluent): three members split 6 partitions with no overlap, a fourth joins and only the newcomer gains (the three only give partitions up), one is SIGKILLed and its partitions move after the session timeout, every record consumed, kafka-consumer-groups --describe --members shows 3 members and 6 partitions"},
+	{"txn", "transactions / read_committed", "consume-transform-produce in transactions (TestTxnProducerJava for kafka-clients, TestTxnGroupTransactSession for franz-go, TestTxnProducerConfluent for confluent-kafka-go, TestTxnProducerPython for confluent-kafka-python; kcat, whose producer puts its whole input in one transaction, in TestTxnKcat: a committed run, a run SIGKILLed with its transaction open and aborted by the next run's InitProducerId, a committed run, read back by kcat -C at both isolation levels): a consumer group member reads an input topic at read_committed, a transactional producer writes each record to both partitions of an output topic and adds the group's offsets to the transaction; one transaction commits, the next aborts (its records flushed to the broker first); a read_committed consumer reads the committed records once and none of the aborted ones, read_uncommitted reads both, the group's committed offset is the committed transaction's. With it the read side on a topic a franz-go transactional producer wrote (a committed, an aborted and an open transaction): TestReadCommittedJava (kafka-console-consumer --isolation-level), TestReadCommittedConfluent, TestReadCommittedDiff (franz-go, Fetch and ListOffsets compared with Kafka); and for java-4.4.0 TestTransactions' java-producer (kafka-producer-perf-test --transactional-id, kafka-transactions.sh list and describe). kfake runs the consume-transform-produce scenario only (the read-side tests leave it out: its read_committed is not Kafka's reference)"},
 	{"commit", "commit/resume", "commit offset 4 after 4 of 10 records, read it back, OffsetFetch says 4, a new member resumes at 4"},
 	{"seek", "seek by timestamp", "the lookup of a CreateTime gives the first record at or after it, reading there gives it, a time after the last record gives none"},
 	{"idempotent", "stock producer", "20 records with the client's default producer settings arrive once each, in order; batches carry a producer id exactly when the client is idempotent by default"},
@@ -135,6 +136,12 @@ func (r *report) build(events []testEvent) {
 						prefixes = []string{"TestConsumerProtocolConfluent/" + tg}
 					default:
 						rw.Cells[col.key][tg] = cell{Status: "not run", Detail: "not covered: the consumer-protocol scenario runs with kafka-clients " + r.KafkaVersion + " and confluent-kafka-python (sarama, kafka-go, kafka-python and kcat's librdkafka 2.0.2 have no group.protocol=consumer; franz-go's ServerSideBalancer is covered by the sidecar's own tests)"}
+						continue
+					}
+				case col.key == "txn":
+					var ok bool
+					if prefixes, ok = txnPrefixes(c.name, tg, r.KafkaVersion); !ok {
+						rw.Cells[col.key][tg] = cell{Status: "not run", Detail: "not covered: the transaction scenarios run with kafka-clients " + r.KafkaVersion + ", confluent-kafka-go, confluent-kafka-python, franz-go and kcat"}
 						continue
 					}
 				case col.key == "perf" || col.key == "admin-tools" || col.key == "cluster-tools":
@@ -667,4 +674,35 @@ func kcatVersion() string {
 		}
 	}
 	return "not found"
+}
+
+// txnPrefixes are the tests of the "txn" column for client on target tg:
+// false when no transaction test covers the client. On kfake only the
+// consume-transform-produce scenario runs (the read-side tests leave it out).
+func txnPrefixes(client, tg, kafkaVersion string) ([]string, bool) {
+	var ps []string
+	switch client {
+	case "java-" + kafkaVersion:
+		ps = []string{"TestTxnProducerJava/" + tg}
+		if tg != "kfake" {
+			ps = append(ps, "TestTransactions/"+tg+"/java-producer", "TestReadCommittedJava/"+tg)
+		}
+	case "confluent-kafka-go":
+		ps = []string{"TestTxnProducerConfluent/" + tg}
+		if tg != "kfake" {
+			ps = append(ps, "TestReadCommittedConfluent/"+tg)
+		}
+	case "confluent-kafka-python":
+		ps = []string{"TestTxnProducerPython/" + tg}
+	case "kcat":
+		ps = []string{"TestTxnKcat/" + tg}
+	case "franz-go":
+		ps = []string{"TestTxnGroupTransactSession/" + tg}
+		if tg != "kfake" {
+			ps = append(ps, "TestReadCommittedDiff/"+tg)
+		}
+	default:
+		return nil, false
+	}
+	return ps, true
 }
