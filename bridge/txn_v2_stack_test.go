@@ -24,7 +24,7 @@ func TestTxnV2Raw(t *testing.T) {
 	s := startStack(t)
 	ctx := txnCtx(t)
 	const topic, group = "txv2", "g-txv2"
-	if _, err := kadm.NewClient(s.kgoClient(t)).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+	if _, err := kadm.NewClient(s.kgoClient(t)).CreateTopic(ctx, 3, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
 	r := dialRaw(t, s.Addr)
@@ -78,6 +78,32 @@ func TestTxnV2Raw(t *testing.T) {
 	}
 	if d := describe(); d.State != "Ongoing" || len(d.Topics) != 1 || !slices.Equal(d.Topics[0].Partitions, []int32{0, 1}) {
 		t.Errorf("describe after the produces: %+v", d)
+	}
+	// AddPartitionsToTxn v4/v5 (the brokers' batched form), as Kafka 4.4
+	// answers it: VerifyOnly, then an add.
+	batch := func(v int16, ep int16, verify bool, partition int32) int16 {
+		t.Helper()
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, ep, verify
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = topic, []int32{partition}
+		tx.Topics = append(tx.Topics, tt)
+		req.Transactions = append(req.Transactions, tx)
+		resp := r.do(req, v).(*kmsg.AddPartitionsToTxnResponse)
+		if resp.ErrorCode != 0 || len(resp.Transactions) != 1 {
+			t.Fatalf("add v%d: %+v", v, resp)
+		}
+		return resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if c := batch(4, e0, true, 0); c != 0 {
+		t.Errorf("verify v4 of an added partition: %s", kerr.ErrorForCode(c))
+	}
+	if c := batch(4, e0, true, 2); c != kerr.TransactionAbortable.Code {
+		t.Errorf("verify v4 of a partition not added: %s", kerr.ErrorForCode(c))
+	}
+	if c := batch(5, e0-1, true, 0); c != kerr.ProducerFenced.Code {
+		t.Errorf("verify v5 with an older epoch: %s", kerr.ErrorForCode(c))
 	}
 	// TxnOffsetCommit v5 without AddOffsetsToTxn.
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()

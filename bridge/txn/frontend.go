@@ -71,31 +71,13 @@ func (f *Frontend) InitProducerID(ctx context.Context, version int16, req *kmsg.
 	}
 }
 
-// AddPartitions serves AddPartitionsToTxn v0-v3.
+// AddPartitions serves AddPartitionsToTxn v0-v3 (v4+: AddPartitionsBatch).
 func (f *Frontend) AddPartitions(ctx context.Context, version int16, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
-	var parts []Partition
-	codes := make([][]int16, len(req.Topics))
-	bad := false
+	topics := make([]topicParts, len(req.Topics))
 	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			if c := f.CheckPartition(ctx, t.Topic, p); c != 0 {
-				codes[i][j], bad = c, true
-				continue
-			}
-			parts = append(parts, Partition{t.Topic, p})
-		}
+		topics[i] = topicParts{t.Topic, t.Partitions}
 	}
-	top := int16(0)
-	if bad { // Kafka adds nothing when one partition is bad
-		top = kerr.OperationNotAttempted.Code
-	} else {
-		r := f.Svc.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
-		top = fenced(r.Code, version, 2)
-		if r.Code == 0 {
-			f.Gate.Set(req.TransactionalID, View{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Open: true, Seq: r.Seq, MarkEpoch: r.MarkEpoch, Parts: parts})
-		}
-	}
+	codes := f.add(ctx, version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, topics)
 	resp.Topics = make([]kmsg.AddPartitionsToTxnResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
@@ -103,14 +85,52 @@ func (f *Frontend) AddPartitions(ctx context.Context, version int16, req *kmsg.A
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition = p
-			rp.ErrorCode = codes[i][j]
-			if rp.ErrorCode == 0 {
-				rp.ErrorCode = top
-			}
+			rp.Partition, rp.ErrorCode = p, codes[i][j]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 	}
+}
+
+// topicParts is one topic of an AddPartitionsToTxn request.
+type topicParts struct {
+	topic string
+	parts []int32
+}
+
+// add checks the partitions of an AddPartitionsToTxn and adds them to id's
+// transaction: each one's code, in the request's order.
+func (f *Frontend) add(ctx context.Context, version int16, id string, pid int64, epoch int16, topics []topicParts) [][]int16 {
+	var parts []Partition
+	codes := make([][]int16, len(topics))
+	bad := false
+	for i, t := range topics {
+		codes[i] = make([]int16, len(t.parts))
+		for j, p := range t.parts {
+			if c := f.CheckPartition(ctx, t.topic, p); c != 0 {
+				codes[i][j], bad = c, true
+				continue
+			}
+			parts = append(parts, Partition{t.topic, p})
+		}
+	}
+	top := int16(0)
+	if bad { // Kafka adds nothing when one partition is bad
+		top = kerr.OperationNotAttempted.Code
+	} else {
+		r := f.Svc.AddPartitions(ctx, id, pid, epoch, parts)
+		top = fenced(r.Code, version, 2)
+		if r.Code == 0 {
+			f.Gate.Set(id, View{ProducerID: pid, Epoch: epoch, Open: true, Seq: r.Seq, MarkEpoch: r.MarkEpoch, Parts: parts})
+		}
+	}
+	for i := range codes {
+		for j := range codes[i] {
+			if codes[i][j] == 0 {
+				codes[i][j] = top
+			}
+		}
+	}
+	return codes
 }
 
 // AddOffsets serves AddOffsetsToTxn.

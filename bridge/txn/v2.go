@@ -28,8 +28,10 @@ package txn
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // FeatureName is the ApiVersions feature of the transaction protocol.
@@ -165,4 +167,66 @@ func (g *Gate) Fence(pid int64) {
 	if p := g.prods[pid]; p != nil {
 		p.fenced, p.open = true, false
 	}
+}
+
+// AddPartitionsBatch serves AddPartitionsToTxn v4-v5, the batched form
+// Kafka's brokers send their transaction coordinators (KIP-890 part 1),
+// as Apache Kafka 4.4 answers it: per transaction, VerifyOnly checks that
+// the partitions are in its open transaction (a partition that is not:
+// TRANSACTION_ABORTABLE, at v4 too; another producer
+// id: INVALID_PRODUCER_ID_MAPPING; another epoch: PRODUCER_FENCED), else
+// they are added as by v3.
+func (f *Frontend) AddPartitionsBatch(ctx context.Context, version int16, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
+	for _, tx := range req.Transactions {
+		topics := make([]topicParts, len(tx.Topics))
+		for i, t := range tx.Topics {
+			topics[i] = topicParts{t.Topic, t.Partitions}
+		}
+		var codes [][]int16
+		if tx.VerifyOnly {
+			codes = f.verify(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, topics)
+		} else {
+			codes = f.add(ctx, version, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, topics)
+		}
+		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		rtx.TransactionalID = tx.TransactionalID
+		for i, t := range tx.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			rt.Topic = t.Topic
+			for j, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition, rp.ErrorCode = p, codes[i][j]
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rtx.Topics = append(rtx.Topics, rt)
+		}
+		resp.Transactions = append(resp.Transactions, rtx)
+	}
+}
+
+// verify is AddPartitionsToTxn v4+'s VerifyOnly: each partition's code.
+func (f *Frontend) verify(ctx context.Context, id string, pid int64, epoch int16, topics []topicParts) [][]int16 {
+	all := int16(0)
+	v := f.Svc.Producer(ctx, id)
+	switch {
+	case v.Code != 0:
+		all = v.Code
+	case v.ProducerID != pid:
+		all = kerr.InvalidProducerIDMapping.Code
+	case v.Epoch != epoch:
+		all = kerr.ProducerFenced.Code
+	}
+	codes := make([][]int16, len(topics))
+	for i, t := range topics {
+		codes[i] = make([]int16, len(t.parts))
+		for j, p := range t.parts {
+			switch {
+			case all != 0:
+				codes[i][j] = all
+			case !v.Open || !slices.Contains(v.Parts, Partition{t.topic, p}):
+				codes[i][j] = kerr.TransactionAbortable.Code // v4 too, as Kafka 4.4 answers
+			}
+		}
+	}
+	return codes
 }

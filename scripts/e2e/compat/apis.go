@@ -46,7 +46,7 @@ var kafkaAPIs = []kafkaAPI{
 	{21, "DeleteRecords", "v0-v2", "served v0-v2", ""},
 	{22, "InitProducerID", "v0-v5", "served v0-v5", ""},
 	{23, "OffsetForLeaderEpoch", "v2-v4", "served v2-v4", "epoch 0 answers the partition's end offset"},
-	{24, "AddPartitionsToTxn", "v0-v5", "served v0-v3", "v4+ is the brokers' batched form; v5 (KIP-890) " + issue(25, "transaction protocol v2")},
+	{24, "AddPartitionsToTxn", "v0-v5", "served v0-v5", "v4+ is the brokers' batched form (VerifyOnly or add, per transaction); Kafka 4.x clients under transaction protocol v2 send none"},
 	{25, "AddOffsetsToTxn", "v0-v4", "served v0-v4", ""},
 	{26, "EndTxn", "v0-v5", "served v0-v5", "v5: transaction protocol v2 (KIP-890 part 2; ApiVersions finalizes transaction.version 2): the epoch moves on at every EndTxn"},
 	{27, "WriteTxnMarkers", "v1-v2", "not advertised", issue(25, "transactions") + "; broker-to-broker"},
