@@ -75,7 +75,7 @@ var kafkaAPIs = []kafkaAPI{
 	{50, "DescribeUserSCRAMCredentials", "v0", "served v0", "the SCRAM store: sasl.scram_file with the changes of AlterUserScramCredentials kept in Iggy"},
 	{51, "AlterUserSCRAMCredentials", "v0", "served v0", "changes kept in Iggy (__kafka_iggy/scram_credentials), read by every sidecar's SCRAM authentication within a second"},
 	{55, "DescribeQuorum", "v0-v2", "not advertised", "the KRaft controller quorum: the sidecar has none (Iggy's cluster is described by DescribeCluster)"},
-	{57, "UpdateFeatures", "v0-v2", "not advertised", "KRaft feature levels: the sidecar finalizes none"},
+	{57, "UpdateFeatures", "v0-v2", "not advertised", "KRaft feature levels: the sidecar finalizes only transaction.version (2), fixed"},
 	{60, "DescribeCluster", "v0-v2", "served v0-v2", ""},
 	{61, "DescribeProducers", "v0", "served v0", "transactional producers only (from the partition's transaction headers, within the tracker's window); idempotent producers outside transactions not listed"},
 	{64, "UnregisterBroker", "v0", "not advertised", "KRaft broker registration: sidecars do not register"},
