@@ -30,7 +30,8 @@ import (
 //   - java-producer: kafka-producer-perf-test of Kafka 4.x with
 //     --transactional-id (the Java KafkaProducer in transactions, committing
 //     every 100 ms) sends 2,000 records; then kafka-transactions.sh list and
-//     describe show the id, its producer id and state CompleteCommit.
+//     describe show the id, its producer id and state CompleteCommit, and
+//     its epoch moved on (the producer used transaction protocol v2).
 
 // txnBatchBytes is a transactional record batch v2 of one record.
 func txnBatchBytes(pid int64, epoch int16, seq int32, value string) []byte {
@@ -305,4 +306,16 @@ func javaTransactions(t *testing.T, tg Target) {
 		t.Errorf("kafka-transactions describe --transactional-id %s:\n%s", id, desc)
 	}
 	t.Logf("%s: kafka-transactions describe:\n%s", tg.Name, desc)
+	// The Java 4.4 producer used transaction protocol v2 (ApiVersions
+	// finalizes transaction.version 2): its EndTxn v5 moved the epoch on,
+	// which v1 never does after InitProducerId's epoch 0.
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	dreq.TransactionalIDs = []string{id}
+	dresp, err := dreq.RequestWith(testCtx(t, 30*time.Second), newKgo(t, tg))
+	if err != nil || len(dresp.TransactionStates) != 1 {
+		t.Fatalf("describe transactions: %+v %v", dresp, err)
+	}
+	if s := dresp.TransactionStates[0]; s.ErrorCode != 0 || s.ProducerEpoch < 1 {
+		t.Errorf("%s: the Java producer's epoch after its transactions is %d (code %d): transaction protocol v2 not used", tg.Name, s.ProducerEpoch, s.ErrorCode)
+	}
 }
