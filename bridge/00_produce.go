@@ -34,6 +34,10 @@ package bridge
 //     know (after a restart) is looked up from its coordinator. Each record
 //     carries the user header kafka.t = the transaction's mark
 //     (codec/records/txn.go); EndTxn waits for the batches in flight.
+//     v12+ (transaction protocol v2, bridge/txn/v2.go): a partition not in
+//     the producer's transaction is added to it at the coordinator first
+//     (no AddPartitionsToTxn); a fenced producer there:
+//     INVALID_PRODUCER_EPOCH, a busy coordinator NOT_ENOUGH_REPLICAS.
 //   - Writes: one SEND_MESSAGES per partition (Partitioning = the Kafka
 //     partition id), partitions of one request in parallel. The Iggy client
 //     coalesces concurrent sends of a partition and splits a send whose
@@ -90,7 +94,7 @@ package bridge
 //     through its transactional batches); v5: LogStartOffset; v8:
 //     ErrorRecords/ErrorMessage (ErrorMessage says why a partition was
 //     refused); v9: flexible; v10-v11: tagged leader hints (not sent: we are
-//     always the leader); v12: no wire change; v13: topics by id
+//     always the leader); v12: no wire change (transaction protocol v2); v13: topics by id
 //     (UNKNOWN_TOPIC_ID (100) for an id no Kafka topic has).
 //
 // Iggy commands: SEND_MESSAGES (101), GET_TOPIC (300), GET_TOPICS (301,

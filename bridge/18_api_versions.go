@@ -11,9 +11,14 @@ package bridge
 //   same answer, built by UnsupportedApiVersionsResponse, before decoding the
 //   body, since a newer body may not decode; the check here covers direct
 //   callers of the handler.
-// * No features: SupportedFeatures and FinalizedFeatures are empty and
-//   FinalizedFeaturesEpoch is -1, so no feature level (in particular no
-//   transaction version) is claimed.
+// * Features (v3+): one, transaction.version, supported 0-2 and finalized
+//   at 2 as Apache Kafka 4.4.0 finalizes it by default, when the table
+//   serves transaction protocol v2 (EndTxn v5; bridge/txn/v2.go): Kafka 4.x
+//   clients then use it (Produce v12 without AddPartitionsToTxn, EndTxn v5,
+//   TxnOffsetCommit v5 without AddOffsetsToTxn). FinalizedFeaturesEpoch is
+//   a constant 1 (Kafka's is its metadata offset; clients keep the
+//   features of the highest epoch they saw). No other feature level
+//   (metadata.version, group.version, ...) is claimed.
 // * ClientSoftwareName and ClientSoftwareVersion (v3+) are accepted as sent.
 //   A broker answers INVALID_REQUEST (42) when they do not match
 //   [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?; being lenient breaks no client.
@@ -45,6 +50,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/txn"
 )
 
 // ApiVersionsMaxVersion is the highest ApiVersions version this file serves.
@@ -112,8 +119,17 @@ func handleApiVersions(ctx context.Context, t *Table, identity func(context.Cont
 	}
 	// Shared, read-only: the response is encoded and dropped, never changed.
 	resp.ApiKeys = t.advertised
+	if _, maxEnd, ok := t.Versions(kmsg.EndTxn.Int16()); ok && maxEnd >= 5 {
+		resp.SupportedFeatures, resp.FinalizedFeatures, resp.FinalizedFeaturesEpoch = txnSupported, txnFinalized, 1
+	}
 	return resp, nil
 }
+
+// The features block: transaction.version (shared, read-only).
+var (
+	txnSupported = []kmsg.ApiVersionsResponseSupportedFeature{{Name: txn.FeatureName, MinVersion: txn.FeatureMin, MaxVersion: txn.FeatureMax}}
+	txnFinalized = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: txn.FeatureName, MinVersionLevel: txn.FeatureFinalized, MaxVersionLevel: txn.FeatureFinalized}}
+)
 
 // UnsupportedApiVersionsResponse is the KIP-511 answer to an ApiVersions
 // request at a version we do not serve: a v0 response with

@@ -1,6 +1,6 @@
 package bridge
 
-// TxnOffsetCommit: v0-v4
+// TxnOffsetCommit: v0-v5
 //
 // Behavior (KAFKA-ON-IGGY "Transactions"; package bridge/txnoffsets):
 //   - The partitions' offsets are held pending for (group, producer id) at
@@ -20,9 +20,14 @@ package bridge
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
 //     txnoffsets.MaxEntries: COORDINATOR_LOAD_IN_PROGRESS (14).
 //
+//   - v5 (transaction protocol v2): the group is first added to the
+//     producer's transaction at its coordinator, as AddOffsetsToTxn does
+//     (txn.Frontend.AddOffsetsImplicit); a fenced producer:
+//     INVALID_PRODUCER_EPOCH, as Kafka 4.4 answers.
+//
 // Version notes: v1 no change; v2 commit timestamp dropped; v3 flexible,
-// member id, generation, instance id; v4 no change. v5+ (transaction
-// protocol 2) is not served.
+// member id, generation, instance id; v4 no change; v5 no wire change
+// (transaction protocol v2). v6 (topic ids) is not served.
 //
 // Iggy commands: GET_TOPIC (300); at the owner SEND_MESSAGES, STORE/GET_
 // CONSUMER_OFFSET, POLL_MESSAGES on __kafka_iggy/txnoffsets[.<domain>].
@@ -39,7 +44,7 @@ import (
 )
 
 func (b *Bridge) txnOffsetCommitAPI() API {
-	return API{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 4, Handle: b.handleTxnOffsetCommit, ErrorCodes: errorCodes(txnOffsetCommitErrorCodes)}
+	return API{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 5, Handle: b.handleTxnOffsetCommit, ErrorCodes: errorCodes(txnOffsetCommitErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).txnOffsetCommitAPI) }
@@ -57,6 +62,9 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 			code, _ = b.groups.ValidateCommit(ctx, req.Group, req.MemberID, req.Generation, req.InstanceID)
 		}
 		code = txnoffsets.GroupCheckCode(code)
+	}
+	if code == 0 && rq.Version >= 5 {
+		code = b.txns.AddOffsetsImplicit(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
 	}
 	var offs []txnoffsets.Offset
 	var at []*kmsg.TxnOffsetCommitResponseTopicPartition

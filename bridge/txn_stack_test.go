@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
@@ -57,16 +58,37 @@ func txnCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// txnV1 caps a franz-go client at transaction protocol v1 (it then sends
+// AddPartitionsToTxn and AddOffsetsToTxn, and EndTxn v4).
+func txnV1() kgo.Opt {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(0, 11)
+	vs.SetMaxKeyVersion(26, 4)
+	vs.SetMaxKeyVersion(28, 4)
+	return kgo.MaxVersions(vs)
+}
+
 // TestTxnCommitAbortKgo: a franz-go transactional producer commits one
 // transaction and aborts the next; in Iggy every record carries kafka.t
 // naming its transaction and each transaction ends with one marker;
-// DescribeTransactions and ListTransactions show the id.
+// DescribeTransactions and ListTransactions show the id. Under transaction
+// protocol v1 the epoch stays; under v2 (franz-go's choice once ApiVersions
+// finalizes transaction.version 2) each EndTxn moves it on.
 func TestTxnCommitAbortKgo(t *testing.T) {
+	t.Run("v1", func(t *testing.T) { txnCommitAbort(t, 1) })
+	t.Run("v2", func(t *testing.T) { txnCommitAbort(t, 2) })
+}
+
+func txnCommitAbort(t *testing.T, tv int) {
 	s := startStack(t)
 	s.Bridge.Start()
 	t.Cleanup(s.Bridge.Close)
 	ctx := txnCtx(t)
-	cl := s.kgoClient(t, kgo.TransactionalID("tx-a"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("txa"))
+	opts := []kgo.Opt{kgo.TransactionalID("tx-a"), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("txa")}
+	if tv == 1 {
+		opts = append(opts, txnV1())
+	}
+	cl := s.kgoClient(t, opts...)
 
 	run := func(values []string, commit kgo.TransactionEndTry) {
 		t.Helper()
@@ -89,15 +111,19 @@ func TestTxnCommitAbortKgo(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	e1, e2 := epoch, epoch // v1: one epoch
+	if tv == 2 {
+		e1, e2 = epoch-2, epoch-1
+	}
 	got := txnMessages(t, s, "txa", 0)
 	want := []iggyTxnMsg{
-		{value: "c1", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
-		{value: "c2", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
-		{value: "c3", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
-		{ctl: 'C', mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 1}, hasT: true},
-		{value: "a1", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 2}, hasT: true},
-		{value: "a2", mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 2}, hasT: true},
-		{ctl: 'A', mark: records.TxnMark{ProducerID: pid, Epoch: epoch, Seq: 2}, hasT: true},
+		{value: "c1", mark: records.TxnMark{ProducerID: pid, Epoch: e1, Seq: 1}, hasT: true},
+		{value: "c2", mark: records.TxnMark{ProducerID: pid, Epoch: e1, Seq: 1}, hasT: true},
+		{value: "c3", mark: records.TxnMark{ProducerID: pid, Epoch: e1, Seq: 1}, hasT: true},
+		{ctl: 'C', mark: records.TxnMark{ProducerID: pid, Epoch: e1, Seq: 1}, hasT: true},
+		{value: "a1", mark: records.TxnMark{ProducerID: pid, Epoch: e2, Seq: 2}, hasT: true},
+		{value: "a2", mark: records.TxnMark{ProducerID: pid, Epoch: e2, Seq: 2}, hasT: true},
+		{ctl: 'A', mark: records.TxnMark{ProducerID: pid, Epoch: e2, Seq: 2}, hasT: true},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("iggy holds %d messages, want %d: %+v", len(got), len(want), got)

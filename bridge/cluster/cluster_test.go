@@ -121,15 +121,15 @@ func TestDecoderRefusesOversizedCounts(t *testing.T) {
 	}
 }
 
-// The table declares the calls of kinds 10-21, 23, 30-36, 50-53 and 60
+// The table declares the calls of kinds 10-21, 23, 30-37, 50-53 and 60
 // (19-21, 23, 60: the consumer protocol, ccalls.go; 22 and 24 were the
 // consumer-protocol checks of classic calls, now made by the owner within
-// them; 30-36 transactions, tcalls.go; 50-53 pending transactional
+// them; 30-37 transactions, tcalls.go; 50-53 pending transactional
 // offsets, ocalls.go); handshake kinds, responses and undeclared kinds are
 // not requests.
 func TestPeerCallTable(t *testing.T) {
 	for k := range 256 {
-		want := (k >= 10 && k <= 23 && k != 22) || (k >= 30 && k <= 36) || (k >= 50 && k <= 53) || k == 60
+		want := (k >= 10 && k <= 23 && k != 22) || (k >= 30 && k <= 37) || (k >= 50 && k <= 53) || k == 60
 		switch declared := requestKind(uint8(k)); {
 		case want != declared && k >= 10 && k < int(kindResponse):
 			t.Errorf("kind %d: declared %v, want %v", k, declared, want)

@@ -1,6 +1,7 @@
 package cluster
 
-// The forwarded calls of transactions (bridge/txn, issue 25; kinds 30-49):
+// The forwarded calls of transactions (bridge/txn, issue 25; kinds 30-49;
+// 37: EndTxn of transaction protocol v2):
 // a transactional id is served by the owner of its shard, Shard(id, n) in
 // the groups' shard space (an id and a group of one name share a shard,
 // harmlessly). The state is in the decision log in Iggy, which the owner
@@ -156,6 +157,27 @@ var txnEndCall = register(&call[txnReq, codeAnswer]{
 	fail: func(_ *txnReq, code int16, _ failure) codeAnswer { return codeAnswer{code} },
 })
 
+func txnEndResult(w field, r *txn.EndResult) {
+	w.i16(&r.Code, "txn_end2.code")
+	w.i64(&r.ProducerID, "txn_end2.producer_id")
+	w.i16(&r.Epoch, "txn_end2.epoch")
+}
+
+// EndTxn v5 (transaction protocol v2): the answer carries the producer id
+// and epoch of the producer's next transaction.
+var txnEndV2Call = register(&call[txnReq, txn.EndResult]{
+	kind: 37, name: "txn_end_v2",
+	group:  func(p *txnReq) string { return p.id },
+	params: txnReqBody, answer: txnEndResult,
+	code: func(a *txn.EndResult) int16 { return a.Code },
+	tlocal: func(ctx context.Context, c *txn.Coordinator, p *txnReq) txn.EndResult {
+		return c.EndTxnV2(ctx, p.id, p.pid, p.epoch, p.flag)
+	},
+	fail: func(_ *txnReq, code int16, _ failure) txn.EndResult {
+		return txn.EndResult{Code: code, ProducerID: -1, Epoch: -1}
+	},
+})
+
 var txnDescribeCall = register(&call[txnReq, txn.Description]{
 	kind: 34, name: "txn_describe",
 	group:  func(p *txnReq) string { return p.id },
@@ -224,6 +246,11 @@ func (tr txnRouter) AddOffsets(ctx context.Context, id string, pid int64, epoch 
 // EndTxn implements txn.Service.
 func (tr txnRouter) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
 	return do(ctx, tr.r, txnEndCall, &txnReq{id: id, pid: pid, epoch: epoch, flag: commit}).code
+}
+
+// EndTxnV2 implements txn.Service.
+func (tr txnRouter) EndTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) txn.EndResult {
+	return do(ctx, tr.r, txnEndV2Call, &txnReq{id: id, pid: pid, epoch: epoch, flag: commit})
 }
 
 // Describe implements txn.Service.

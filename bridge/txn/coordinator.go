@@ -298,7 +298,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 		}
 		return InitResult{ProducerID: t.ProducerID, Epoch: t.Epoch}
 	}
-	if p.ProducerID >= 0 && (p.ProducerID != t.ProducerID || (p.Epoch != t.Epoch && p.Epoch != t.Epoch-1)) {
+	if p.ProducerID >= 0 && (p.ProducerID != t.ProducerID || (p.Epoch != t.Epoch && p.Epoch != t.Epoch-1)) && !t.retryOfBump(p.ProducerID, p.Epoch) {
 		return fail(kerr.ProducerFenced.Code)
 	}
 	switch t.State {
@@ -309,7 +309,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 	case Ongoing:
 		// A new instance of the producer: the old one's transaction is
 		// aborted (fenced: the epoch is bumped before the decision).
-		if err := c.decide(ctx, t, false, true); err != nil {
+		if err := c.decide(ctx, t, false, true, false); err != nil {
 			return fail(kerr.ConcurrentTransactions.Code)
 		}
 	}
@@ -324,6 +324,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 		t.Epoch++
 	}
 	t.State, t.Parts, t.Groups, t.StartMs = Empty, nil, nil, -1
+	t.Bumped, t.MarkPID = false, 0
 	if err := c.put(ctx, t); err != nil {
 		return fail(loadCode)
 	}
@@ -414,6 +415,7 @@ func (c *Coordinator) open(ctx context.Context, id string, pid int64, epoch int1
 		t.Seq++
 		t.State, t.Parts, t.Groups = Ongoing, nil, nil
 		t.StartMs, t.MarkEpoch = c.now().UnixMilli(), t.Epoch
+		t.Bumped, t.MarkPID = false, 0
 	}
 	return t, 0
 }
@@ -436,7 +438,7 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	}
 	switch {
 	case t.State == Ongoing:
-		if err := c.decide(ctx, t, commit, false); err != nil && t.State == Ongoing {
+		if err := c.decide(ctx, t, commit, false, false); err != nil && t.State == Ongoing {
 			return loadCode
 		}
 		return 0
@@ -449,10 +451,11 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	return kerr.InvalidTxnState.Code
 }
 
-// decide appends t's decision (fencing: the epoch is bumped first), then
+// decide appends t's decision (fencing: the epoch is bumped first; v2:
+// the epoch moves on for the producer's next transaction, v2.go), then
 // finishes it. An error before the decision leaves t Ongoing; after it,
 // t is Prepare* and the sweep finishes it.
-func (c *Coordinator) decide(ctx context.Context, t *Txn, commit, fence bool) error {
+func (c *Coordinator) decide(ctx context.Context, t *Txn, commit, fence, v2 bool) error {
 	d := t.clone()
 	d.State = PrepareAbort
 	if commit {
@@ -460,6 +463,10 @@ func (c *Coordinator) decide(ctx context.Context, t *Txn, commit, fence bool) er
 	}
 	if fence && d.Epoch < 32767 {
 		d.Epoch++
+	} else if v2 && !fence {
+		if err := c.bump(ctx, d); err != nil {
+			return err
+		}
 	}
 	if err := c.put(ctx, d); err != nil {
 		return err
@@ -477,7 +484,7 @@ func (c *Coordinator) finish(ctx context.Context, t *Txn) error {
 	if commit {
 		ctl = records.ControlCommit
 	}
-	mark := records.TxnMark{ProducerID: t.ProducerID, Epoch: t.MarkEpoch, Seq: t.Seq}
+	mark := records.TxnMark{ProducerID: t.markPID(), Epoch: t.MarkEpoch, Seq: t.Seq}
 	hdrs := records.AppendTxnMarkerHeaders(nil, ctl, mark, 0)
 	for _, p := range t.Parts {
 		msgs := c.deps.Client.NewMessages()
@@ -502,7 +509,7 @@ func (c *Coordinator) finish(ctx context.Context, t *Txn) error {
 		if c.deps.Offsets == nil {
 			break
 		}
-		if err := c.deps.Offsets.ResolveTxnOffsets(ctx, g, t.ProducerID, t.MarkEpoch, commit); err != nil {
+		if err := c.deps.Offsets.ResolveTxnOffsets(ctx, g, t.markPID(), t.MarkEpoch, commit); err != nil {
 			c.log.Warn().Err(err).Str("transactional_id", t.ID).Str("group", g).
 				Msg("transactions: resolving the group's transactional offsets failed; retried by the sweep")
 			return err
@@ -562,7 +569,7 @@ func (c *Coordinator) sweepOne(ctx context.Context, id string, now int64) {
 			c.log.Info().Str("transactional_id", id).Str("state", t.State.String()).Msg("transactions: finished a decided transaction")
 		}
 	case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
-		if err := c.decide(ctx, t, false, true); err == nil {
+		if err := c.decide(ctx, t, false, true, false); err == nil {
 			c.log.Info().Str("transactional_id", id).Int64("producer_id", t.ProducerID).Msg("transactions: aborted a transaction past its timeout")
 		}
 	case t.State != Ongoing && now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():

@@ -20,6 +20,8 @@ type Service interface {
 	AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition) AddResult
 	AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) int16
 	EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16
+	// EndTxnV2 is EndTxn v5 (transaction protocol v2, v2.go).
+	EndTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) EndResult
 	Describe(ctx context.Context, id string) Description
 	// List returns every owner's transactional ids.
 	List(ctx context.Context) ([]Description, int16)
@@ -69,31 +71,13 @@ func (f *Frontend) InitProducerID(ctx context.Context, version int16, req *kmsg.
 	}
 }
 
-// AddPartitions serves AddPartitionsToTxn v0-v3.
+// AddPartitions serves AddPartitionsToTxn v0-v3 (v4+: AddPartitionsBatch).
 func (f *Frontend) AddPartitions(ctx context.Context, version int16, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) {
-	var parts []Partition
-	codes := make([][]int16, len(req.Topics))
-	bad := false
+	topics := make([]topicParts, len(req.Topics))
 	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			if c := f.CheckPartition(ctx, t.Topic, p); c != 0 {
-				codes[i][j], bad = c, true
-				continue
-			}
-			parts = append(parts, Partition{t.Topic, p})
-		}
+		topics[i] = topicParts{t.Topic, t.Partitions}
 	}
-	top := int16(0)
-	if bad { // Kafka adds nothing when one partition is bad
-		top = kerr.OperationNotAttempted.Code
-	} else {
-		r := f.Svc.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, parts)
-		top = fenced(r.Code, version, 2)
-		if r.Code == 0 {
-			f.Gate.Set(req.TransactionalID, View{ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Open: true, Seq: r.Seq, MarkEpoch: r.MarkEpoch, Parts: parts})
-		}
-	}
+	codes := f.add(ctx, version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, topics)
 	resp.Topics = make([]kmsg.AddPartitionsToTxnResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
 		rt := &resp.Topics[i]
@@ -101,14 +85,52 @@ func (f *Frontend) AddPartitions(ctx context.Context, version int16, req *kmsg.A
 		rt.Topic = t.Topic
 		for j, p := range t.Partitions {
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-			rp.Partition = p
-			rp.ErrorCode = codes[i][j]
-			if rp.ErrorCode == 0 {
-				rp.ErrorCode = top
-			}
+			rp.Partition, rp.ErrorCode = p, codes[i][j]
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 	}
+}
+
+// topicParts is one topic of an AddPartitionsToTxn request.
+type topicParts struct {
+	topic string
+	parts []int32
+}
+
+// add checks the partitions of an AddPartitionsToTxn and adds them to id's
+// transaction: each one's code, in the request's order.
+func (f *Frontend) add(ctx context.Context, version int16, id string, pid int64, epoch int16, topics []topicParts) [][]int16 {
+	var parts []Partition
+	codes := make([][]int16, len(topics))
+	bad := false
+	for i, t := range topics {
+		codes[i] = make([]int16, len(t.parts))
+		for j, p := range t.parts {
+			if c := f.CheckPartition(ctx, t.topic, p); c != 0 {
+				codes[i][j], bad = c, true
+				continue
+			}
+			parts = append(parts, Partition{t.topic, p})
+		}
+	}
+	top := int16(0)
+	if bad { // Kafka adds nothing when one partition is bad
+		top = kerr.OperationNotAttempted.Code
+	} else {
+		r := f.Svc.AddPartitions(ctx, id, pid, epoch, parts)
+		top = fenced(r.Code, version, 2)
+		if r.Code == 0 {
+			f.Gate.Set(id, View{ProducerID: pid, Epoch: epoch, Open: true, Seq: r.Seq, MarkEpoch: r.MarkEpoch, Parts: parts})
+		}
+	}
+	for i := range codes {
+		for j := range codes[i] {
+			if codes[i][j] == 0 {
+				codes[i][j] = top
+			}
+		}
+	}
+	return codes
 }
 
 // AddOffsets serves AddOffsetsToTxn.
@@ -120,17 +142,54 @@ func (f *Frontend) AddOffsets(ctx context.Context, version int16, req *kmsg.AddO
 	resp.ErrorCode = fenced(f.Svc.AddOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group), version, 2)
 }
 
-// EndTxn serves EndTxn v0-v4: the gate waits for the producer's
+// EndTxn serves EndTxn v0-v5: the gate waits for the producer's
 // transactional writes in flight (and refuses new ones) before the
-// coordinator decides.
+// coordinator decides. v5 (transaction protocol v2) answers the producer
+// id and epoch of the producer's next transaction, which the gate takes
+// on: a write of the ended transaction arriving late is refused.
 func (f *Frontend) EndTxn(ctx context.Context, version int16, req *kmsg.EndTxnRequest, resp *kmsg.EndTxnResponse) {
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	done, err := f.Gate.End(ctx, req.ProducerID)
 	if err != nil {
 		resp.ErrorCode = kerr.ConcurrentTransactions.Code
 		return
 	}
 	defer done()
-	resp.ErrorCode = fenced(f.Svc.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), version, 2)
+	if version < 5 {
+		resp.ErrorCode = fenced(f.Svc.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit), version, 2)
+		return
+	}
+	r := f.Svc.EndTxnV2(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = r.Code, r.ProducerID, r.Epoch
+	if r.Code == 0 {
+		if r.ProducerID != req.ProducerID {
+			f.Gate.Fence(req.ProducerID)
+		}
+		f.Gate.Set(req.TransactionalID, View{ProducerID: r.ProducerID, Epoch: r.Epoch})
+	}
+}
+
+// AddOffsetsImplicit is TxnOffsetCommit v5+'s AddOffsetsToTxn (transaction
+// protocol v2): the group joins the producer's transaction, opening one
+// when none is. Its codes are those a TxnOffsetCommit answers, as Kafka
+// 4.4's: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
+func (f *Frontend) AddOffsetsImplicit(ctx context.Context, id string, pid int64, epoch int16, group string) int16 {
+	return implicitCode(f.Svc.AddOffsets(ctx, id, pid, epoch, group))
+}
+
+// implicitCode is the code a Produce or TxnOffsetCommit answers when the
+// implicit add of transaction protocol v2 failed with code, as Kafka 4.4
+// translates its coordinator's answer: a fenced producer is
+// INVALID_PRODUCER_EPOCH, a coordinator busy or moving
+// NOT_ENOUGH_REPLICAS (retriable without a metadata refresh).
+func implicitCode(code int16) int16 {
+	switch code {
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	case kerr.ConcurrentTransactions.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		return kerr.NotEnoughReplicas.Code
+	}
+	return code
 }
 
 // Admit is the Decoder.Txn check of a transactional Produce batch of
@@ -228,13 +287,25 @@ func (f *Frontend) List(ctx context.Context, version int16, req *kmsg.ListTransa
 // (call it once the batch is written or refused).
 //
 // A batch outside the open transaction is INVALID_TXN_STATE up to Produce
-// v10 and TRANSACTION_ABORTABLE (121) from v11, as Kafka 4.4 answers.
+// v10 and TRANSACTION_ABORTABLE (121) from v11, as Kafka 4.4 answers; from
+// v12 (transaction protocol v2) its partition is added to the transaction
+// first (opening one when none is).
 func (f *Frontend) Check(ctx context.Context, version int16, id *string, topic string, partition int32, release *func()) func(int64, int16) (records.TxnMark, int16) {
 	return func(pid int64, epoch int16) (records.TxnMark, int16) {
 		if *release != nil { // one transactional batch per partition (v3+)
 			return records.TxnMark{}, kerr.InvalidRecord.Code
 		}
-		m, r, code := f.Admit(ctx, id, pid, epoch, Partition{topic, partition})
+		part := Partition{topic, partition}
+		m, r, code := f.Admit(ctx, id, pid, epoch, part)
+		if code == kerr.InvalidTxnState.Code && version >= 12 && f.Gate.NeedsAdd(pid, epoch, part) {
+			// Transaction protocol v2: the first write of the transaction
+			// to the partition adds it at the coordinator.
+			a := f.Svc.AddPartitions(ctx, *id, pid, epoch, []Partition{part})
+			if code = implicitCode(a.Code); code == 0 {
+				f.Gate.Set(*id, View{ProducerID: pid, Epoch: epoch, Open: true, Seq: a.Seq, MarkEpoch: a.MarkEpoch, Parts: []Partition{part}})
+				m, r, code = f.Gate.Admit(pid, epoch, part)
+			}
+		}
 		if code == kerr.InvalidTxnState.Code && version >= 11 {
 			code = kerr.TransactionAbortable.Code
 		}

@@ -72,6 +72,23 @@ type Txn struct {
 	// MarkEpoch is the epoch the current transaction's records carry: the
 	// epoch it started under (an abort that fences bumps Epoch first).
 	MarkEpoch int16 `json:"me"`
+	// Bumped: the current (or last) transaction was decided by an EndTxn
+	// of transaction protocol v2 (KIP-890 part 2), which bumped Epoch past
+	// MarkEpoch (v2.go); a retry of that EndTxn carries MarkEpoch.
+	Bumped bool `json:"b,omitempty"`
+	// MarkPID is the producer id the transaction's records and markers
+	// carry when its v2 EndTxn ran the epoch out and moved ProducerID on to
+	// a new id (epoch 0); 0: ProducerID.
+	MarkPID int64 `json:"mp,omitempty"`
+}
+
+// markPID is the producer id of the current (or last) transaction's
+// records and markers.
+func (t *Txn) markPID() int64 {
+	if t.MarkPID != 0 {
+		return t.MarkPID
+	}
+	return t.ProducerID
 }
 
 // logVersion is the first byte of every decision-log record.

@@ -22,11 +22,16 @@ import (
 //     partition not added, a stale epoch, a retried EndTxn, the other
 //     outcome after a commit, a produce after EndTxn. The codes are compared
 //     with Apache Kafka's (KAFKA_IGGY_E2E_KAFKA=1); kfake's are logged only
-//     (it checks no transaction state on Produce).
+//     (it checks no transaction state on Produce). Then the same under
+//     transaction protocol v2 (KIP-890 part 2): Produce v12 with no
+//     AddPartitionsToTxn, EndTxn v5 and the epoch it answers, a retried
+//     EndTxn with the old epoch, the committed transaction's late write
+//     (old epoch), aborts with and without a transaction open.
 //   - java-producer: kafka-producer-perf-test of Kafka 4.x with
 //     --transactional-id (the Java KafkaProducer in transactions, committing
 //     every 100 ms) sends 2,000 records; then kafka-transactions.sh list and
-//     describe show the id, its producer id and state CompleteCommit.
+//     describe show the id, its producer id and state CompleteCommit, and
+//     its epoch moved on (the producer used transaction protocol v2).
 
 // txnBatchBytes is a transactional record batch v2 of one record.
 func txnBatchBytes(pid int64, epoch int16, seq int32, value string) []byte {
@@ -146,6 +151,92 @@ func txnAnswers(t *testing.T, tg Target) []string {
 	return out
 }
 
+// txnAnswersV2 drives one transactional id by hand under transaction
+// protocol v2 (KIP-890 part 2: Produce v12 with no AddPartitionsToTxn,
+// EndTxn v5 moving the epoch on) and returns each step's code (and how the
+// answered epoch relates to the producer's), in order.
+func txnAnswersV2(t *testing.T, tg Target) []string {
+	t.Helper()
+	topic := uniqueTopic("txn-v2")
+	createTopic(t, tg, topic, 1)
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(0, 12) // v13 names topics by id
+	cl := newKgo(t, tg, kgo.MaxVersions(vs))
+	ctx := testCtx(t, 60*time.Second)
+	id := uniqueTopic("txid-v2")
+	var out []string
+	step := func(name string, code int16) { out = append(out, name+"="+codeName(code)) }
+	retriable := func(c int16) bool {
+		return c == kerr.CoordinatorLoadInProgress.Code || c == kerr.CoordinatorNotAvailable.Code || c == kerr.NotCoordinator.Code ||
+			c == kerr.ConcurrentTransactions.Code || c == kerr.NotEnoughReplicas.Code
+	}
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = &id, 60000
+	var r *kmsg.InitProducerIDResponse
+	for {
+		var err error
+		if r, err = ip.RequestWith(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		if !retriable(r.ErrorCode) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // the broker's own retry signal
+	}
+	step("v2_init", r.ErrorCode)
+	pid, epoch := r.ProducerID, r.ProducerEpoch
+	produce := func(seq int32, ep int16, v string) int16 {
+		for {
+			req := kmsg.NewPtrProduceRequest()
+			req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 10000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = txnBatchBytes(pid, ep, seq, v)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := resp.Topics[0].Partitions[0].ErrorCode; !retriable(c) || ctx.Err() != nil {
+				return c
+			}
+			time.Sleep(100 * time.Millisecond) // a coordinator still writing its markers
+		}
+	}
+	end := func(name string, ep int16, commit, retry bool) int16 {
+		for {
+			req := kmsg.NewPtrEndTxnRequest()
+			req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, ep, commit
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if retry && resp.ErrorCode == kerr.ConcurrentTransactions.Code && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond) // Kafka writes its markers after answering
+				continue
+			}
+			step(name, resp.ErrorCode)
+			if resp.ErrorCode == 0 {
+				out = append(out, name+"_epoch=epoch+"+strconv.Itoa(int(resp.ProducerEpoch-epoch)))
+			}
+			return resp.ProducerEpoch
+		}
+	}
+	step("v2_produce_no_add", produce(0, epoch, "in"))
+	end("v2_end_old_epoch", epoch-1, true, false)
+	e1 := end("v2_end_commit", epoch, true, false)
+	end("v2_end_commit_retry", epoch, true, true)
+	end("v2_end_abort_old_epoch", epoch, false, true)
+	step("v2_produce_late", produce(1, epoch, "late"))
+	end("v2_end_commit_nothing_open", e1, true, true)
+	e2 := end("v2_end_abort_nothing_open", e1, false, true)
+	step("v2_produce_new_epoch", produce(0, e2, "next"))
+	end("v2_end_abort", e2, false, true)
+	return out
+}
+
 func codeName(code int16) string {
 	if code == 0 {
 		return "NONE"
@@ -165,7 +256,7 @@ func TestTransactions(t *testing.T) {
 	for _, tg := range targets(t) {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Run("answers", func(t *testing.T) {
-				answers[tg.Name], sidecars[tg.Name] = txnAnswers(t, tg), tg.Sidecar
+				answers[tg.Name], sidecars[tg.Name] = append(txnAnswers(t, tg), txnAnswersV2(t, tg)...), tg.Sidecar
 				t.Logf("%s: %s", tg.Name, strings.Join(answers[tg.Name], " "))
 			})
 			if tg.Reference {
@@ -215,4 +306,16 @@ func javaTransactions(t *testing.T, tg Target) {
 		t.Errorf("kafka-transactions describe --transactional-id %s:\n%s", id, desc)
 	}
 	t.Logf("%s: kafka-transactions describe:\n%s", tg.Name, desc)
+	// The Java 4.4 producer used transaction protocol v2 (ApiVersions
+	// finalizes transaction.version 2): its EndTxn v5 moved the epoch on,
+	// which v1 never does after InitProducerId's epoch 0.
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	dreq.TransactionalIDs = []string{id}
+	dresp, err := dreq.RequestWith(testCtx(t, 30*time.Second), newKgo(t, tg))
+	if err != nil || len(dresp.TransactionStates) != 1 {
+		t.Fatalf("describe transactions: %+v %v", dresp, err)
+	}
+	if s := dresp.TransactionStates[0]; s.ErrorCode != 0 || s.ProducerEpoch < 1 {
+		t.Errorf("%s: the Java producer's epoch after its transactions is %d (code %d): transaction protocol v2 not used", tg.Name, s.ProducerEpoch, s.ErrorCode)
+	}
 }
