@@ -43,11 +43,20 @@ type Config struct {
 	// off (read_committed readers drop a zombie's records anyway). Default
 	// 500ms.
 	ProducerCheck time.Duration `koanf:"producer_check"`
+	// MaxIDs bounds the transactional ids the coordinator holds in memory:
+	// every id of the coordination domain's decision log (each sidecar of
+	// the domain replays all of it). An InitProducerId for a new id when
+	// MaxIDs are held first drops the ids this sidecar owns that are past
+	// id_expiration, then, if none was, answers COORDINATOR_LOAD_IN_PROGRESS
+	// (clients retry it until their max.block.ms; Kafka has no such bound).
+	// Known ids are always served. Default 100000.
+	MaxIDs int `koanf:"max_ids"`
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second, ProducerCheck: 500 * time.Millisecond}
+	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second, ProducerCheck: 500 * time.Millisecond,
+		MaxIDs: 100000}
 }
 
 // Validate reports every bad value, with its transactions.* key.
@@ -64,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.ProducerCheck < 0 {
 		errs = append(errs, fmt.Errorf("transactions.producer_check: must not be negative, got %s", c.ProducerCheck))
+	}
+	if c.MaxIDs < 1 {
+		errs = append(errs, fmt.Errorf("transactions.max_ids: must be at least 1, got %d", c.MaxIDs))
 	}
 	return errors.Join(errs...)
 }
@@ -287,6 +299,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 		return fail(loadCode)
 	}
 	if t == nil {
+		if !c.admitNew(ctx, p.ID) {
+			return fail(loadCode)
+		}
 		pid, err := c.deps.NewProducerID(ctx)
 		if err != nil {
 			c.log.Warn().Err(err).Str("transactional_id", p.ID).Msg("transactions: leasing a producer id failed")
