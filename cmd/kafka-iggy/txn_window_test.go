@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +73,13 @@ func (w *windowProxy) arm(p *sidecarProc, id string, k int) chan struct{} {
 	defer w.mu.Unlock()
 	w.proc, w.armed, w.id, w.k, w.prepared, w.markers = p, true, id, k, false, 0
 	w.fired = make(chan struct{})
+	return w.fired
+}
+
+// firedCh is closed when the armed kill has landed.
+func (w *windowProxy) firedCh() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.fired
 }
 
@@ -216,6 +227,7 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 		t.Skip("starts sidecar processes")
 	}
 	const topic, parts, rounds = "txn-window", 16, 20
+	lib := javaLib(t)
 	iggyAddr := freeAddr(t)
 	startIggyProc(t, iggyAddr, t.TempDir())
 	data := iggy.TopicRef{Stream: "kafka", Topic: topic}
@@ -223,7 +235,8 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 	listen := freeAddr(t)
 	start := func() *sidecarProc {
 		return startServeProc(t, "KAFKA_IGGY_EMBEDDED__MODE=off", "KAFKA_IGGY_IGGY__ADDRESS="+proxy.addr(),
-			"KAFKA_IGGY_LISTENER__ADDRESS="+listen, "KAFKA_IGGY_TRANSACTIONS__CHECK_INTERVAL=500ms")
+			"KAFKA_IGGY_LISTENER__ADDRESS="+listen, "KAFKA_IGGY_TRANSACTIONS__CHECK_INTERVAL=500ms",
+			"KAFKA_IGGY_TRANSACTIONS__SNAPSHOT_EVERY=10") // restarts start from a snapshot of the decision log
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 170*time.Second)
 	defer cancel()
@@ -250,6 +263,7 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 		id     string
 		n, k   int
 		commit bool
+		java   bool
 	}
 	var plans []plan
 	// A read_committed consumer that runs through every kill and restart:
@@ -277,6 +291,7 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 	}()
 	defer func() { stopLive(); <-liveDone; live1.Close() }()
 	landed := map[int]int{} // k -> kills that landed after k markers
+	fromSnapshot := 0       // restarts that loaded a decision-log snapshot
 	for round := range rounds {
 		n := 8 + rand.IntN(parts-8+1)
 		k := rand.IntN(n)
@@ -286,35 +301,20 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 		case 1:
 			k = n - 1
 		}
-		pl := plan{id: fmt.Sprintf("txw-%d", round), n: n, k: k, commit: round%2 == 0}
+		// Rounds 2, 3, 12 and 13 use the Java producer (kafka-clients 4.x).
+		java := round%10 == 2 || round%10 == 3
+		pl := plan{id: fmt.Sprintf("txw-%d", round), n: n, k: k, commit: round%2 == 0, java: java}
 		plans = append(plans, pl)
 
-		cl, err := kgo.NewClient(kgo.SeedBrokers(listen), kgo.TransactionalID(pl.id), kgo.DefaultProduceTopic(topic),
-			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
-			kgo.RetryTimeout(3*time.Second), kgo.RecordDeliveryTimeout(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
+		var ended <-chan error // EndTxn's outcome
+		var stop func()        // ends the producer
+		if pl.java {
+			ended, stop = javaWindowTxn(ctx, t, lib, listen, topic, pl.id, n, pl.commit, func() { proxy.arm(p, pl.id, pl.k) })
+		} else {
+			ended, stop = kgoWindowTxn(ctx, t, listen, topic, pl.id, n, pl.commit, func() { proxy.arm(p, pl.id, pl.k) })
 		}
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		rs := make([]*kgo.Record, 0, n)
-		for j := range n {
-			rs = append(rs, &kgo.Record{Partition: int32(j), Value: []byte(fmt.Sprintf("%s/%d", pl.id, j))})
-		}
-		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatalf("%s: produce: %v", pl.id, err)
-		}
-		fired := proxy.arm(p, pl.id, pl.k)
-		end := kgo.TryAbort
-		if pl.commit {
-			end = kgo.TryCommit
-		}
-		ended := make(chan error, 1)
-		ectx, ecancel := context.WithTimeout(ctx, 20*time.Second)
-		go func() { ended <- cl.EndTransaction(ectx, end) }()
 		select {
-		case <-fired:
+		case <-proxy.firedCh():
 			landed[pl.k]++
 		case err := <-ended:
 			t.Fatalf("%s: EndTxn answered (%v) without the kill landing after %d of %d markers", pl.id, err, pl.k, n)
@@ -322,9 +322,7 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 			t.Fatalf("%s: the kill never landed", pl.id)
 		}
 		<-p.done
-		ecancel()
-		<-ended
-		cl.Close()
+		stop()
 
 		p = start()
 		waitFor(t, 20*time.Second, pl.id+" finished by the restarted sidecar", func() error {
@@ -335,6 +333,9 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 			}
 			return errors.New("not yet")
 		})
+		if strings.Contains(p.logText(), "loaded the decision log's snapshot") { // before that first sweep's read
+			fromSnapshot++
+		}
 		// A sentinel transaction on every partition: a read_committed read
 		// that reaches it has passed every earlier transaction.
 		sentinel := fmt.Sprintf("sentinel-%d", round)
@@ -491,8 +492,17 @@ func TestTransactionsSurviveKillInCommitWindow(t *testing.T) {
 			commits++
 		}
 	}
-	t.Logf("%d SIGKILLs inside the commit window (%d commits, %d aborts), markers written before the kill: %s; %d markers written twice (before the kill and by the sweep)",
-		rounds, commits, rounds-commits, strings.Join(ks, " "), duplicates)
+	javas := 0
+	for _, q := range plans {
+		if q.java {
+			javas++
+		}
+	}
+	t.Logf("%d SIGKILLs inside the commit window (%d commits, %d aborts; %d from the Java producer, %d from franz-go), markers written before the kill: %s; %d markers written twice (before the kill and by the sweep); %d restarts loaded a decision-log snapshot",
+		rounds, commits, rounds-commits, javas, rounds-javas, strings.Join(ks, " "), duplicates, fromSnapshot)
+	if fromSnapshot == 0 {
+		t.Error("no restart loaded a decision-log snapshot (transactions.snapshot_every 10)")
+	}
 }
 
 // commitOne commits a transaction of one record, value, in each of parts
@@ -541,4 +551,90 @@ func readCommittedUntil(ctx context.Context, t *testing.T, seed, topic, until st
 		return nil
 	})
 	return seen
+}
+
+// kgoWindowTxn runs one transaction with franz-go: a record "<id>/<j>" in
+// each partition j < n, then arm(), then EndTxn in the background. ended
+// gets EndTxn's outcome; stop closes the client.
+func kgoWindowTxn(ctx context.Context, t *testing.T, seed, topic, id string, n int, commit bool, arm func()) (<-chan error, func()) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second),
+		kgo.RetryTimeout(3*time.Second), kgo.RecordDeliveryTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rs := make([]*kgo.Record, 0, n)
+	for j := range n {
+		rs = append(rs, &kgo.Record{Partition: int32(j), Value: []byte(fmt.Sprintf("%s/%d", id, j))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("%s: produce: %v", id, err)
+	}
+	arm()
+	end := kgo.TryAbort
+	if commit {
+		end = kgo.TryCommit
+	}
+	ended := make(chan error, 1)
+	ectx, ecancel := context.WithTimeout(ctx, 20*time.Second)
+	go func() { ended <- cl.EndTransaction(ectx, end) }()
+	return ended, func() { ecancel(); <-ended; cl.Close() }
+}
+
+// javaWindowTxn runs the same transaction with the Java producer
+// (testdata/TxnWindowProducer.java): it sends, then arm(), then the
+// producer commits or aborts. stop kills the JVM.
+func javaWindowTxn(ctx context.Context, t *testing.T, lib, seed, topic, id string, n int, commit bool, arm func()) (<-chan error, func()) {
+	t.Helper()
+	verb := "abort"
+	if commit {
+		verb = "commit"
+	}
+	java := exec.Command("java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(lib, "*"),
+		filepath.Join("testdata", "TxnWindowProducer.java"), seed, topic, id, strconv.Itoa(n), verb)
+	stdin, err := java.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := java.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	java.Stderr = &stderr
+	java.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := java.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	sent := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "sent" {
+				close(sent)
+			}
+		}
+		exited <- java.Wait()
+	}()
+	kill := func() { _ = syscall.Kill(-java.Process.Pid, syscall.SIGKILL) }
+	select {
+	case <-sent:
+	case err := <-exited:
+		t.Fatalf("%s: the Java producer exited before its records were sent: %v\n%s", id, err, stderr.String())
+	case <-ctx.Done():
+		kill()
+		t.Fatalf("%s: the Java producer sent nothing", id)
+	}
+	arm()
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- <-exited }()
+	return ended, func() { kill(); <-ended }
 }
