@@ -43,11 +43,28 @@ type Config struct {
 	// off (read_committed readers drop a zombie's records anyway). Default
 	// 500ms.
 	ProducerCheck time.Duration `koanf:"producer_check"`
+	// SnapshotEvery is how many decision-log records a coordinator reads
+	// between two snapshots it writes of the whole state (every id's
+	// producer id, epoch and transaction, and the log offset the snapshot
+	// covers) to the snapshot log beside the decision log (topic
+	// `<log>.snap`); a new owner loads the latest snapshot and reads only
+	// the records after it. 0 writes none (a log without snapshots is read
+	// from its first record). Default 1000.
+	SnapshotEvery int `koanf:"snapshot_every"`
+	// MaxIDs bounds the transactional ids the coordinator holds in memory:
+	// every id of the coordination domain's decision log (each sidecar of
+	// the domain replays all of it). An InitProducerId for a new id when
+	// MaxIDs are held first drops the ids this sidecar owns that are past
+	// id_expiration, then, if none was, answers COORDINATOR_LOAD_IN_PROGRESS
+	// (clients retry it until their max.block.ms; Kafka has no such bound).
+	// Known ids are always served. Default 100000.
+	MaxIDs int `koanf:"max_ids"`
 }
 
 // DefaultConfig is Kafka's defaults.
 func DefaultConfig() Config {
-	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second, ProducerCheck: 500 * time.Millisecond}
+	return Config{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour, CheckInterval: 10 * time.Second, ProducerCheck: 500 * time.Millisecond,
+		MaxIDs: 100000, SnapshotEvery: 1000}
 }
 
 // Validate reports every bad value, with its transactions.* key.
@@ -64,6 +81,12 @@ func (c Config) Validate() error {
 	}
 	if c.ProducerCheck < 0 {
 		errs = append(errs, fmt.Errorf("transactions.producer_check: must not be negative, got %s", c.ProducerCheck))
+	}
+	if c.SnapshotEvery < 0 {
+		errs = append(errs, fmt.Errorf("transactions.snapshot_every: must not be negative, got %d", c.SnapshotEvery))
+	}
+	if c.MaxIDs < 1 {
+		errs = append(errs, fmt.Errorf("transactions.max_ids: must be at least 1, got %d", c.MaxIDs))
 	}
 	return errors.Join(errs...)
 }
@@ -114,6 +137,7 @@ type Coordinator struct {
 	txns map[string]*Txn
 
 	syncMu sync.Mutex // one log read at a time
+	snap   snapState  // the snapshots (snapshot.go), guarded by mu
 
 	locksMu sync.Mutex
 	locks   map[string]*idLock
@@ -184,6 +208,7 @@ func (c *Coordinator) Close() {
 		<-c.done
 		c.stop = nil
 	}
+	c.snap.writers.Wait()
 }
 
 // lock serialises the decisions of one transactional id.
@@ -211,7 +236,9 @@ func (c *Coordinator) lock(id string) func() {
 func (c *Coordinator) sync(ctx context.Context) error {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
+	c.loadSnapshot(ctx)
 	_, err := c.f.Sync(ctx, c.deps.Client, logConsumer, c.deps.Log, 1000, &c.mu, func(p []byte) {
+		c.snap.read++
 		t, err := decodeTxn(p)
 		if err != nil {
 			c.log.Warn().Err(err).Msg("transactions: skipping a malformed decision-log record")
@@ -219,6 +246,9 @@ func (c *Coordinator) sync(ctx context.Context) error {
 		}
 		c.applyLocked(t)
 	})
+	if err == nil {
+		c.maybeSnapshot()
+	}
 	return err
 }
 
@@ -287,6 +317,9 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 		return fail(loadCode)
 	}
 	if t == nil {
+		if !c.admitNew(ctx, p.ID) {
+			return fail(loadCode)
+		}
 		pid, err := c.deps.NewProducerID(ctx)
 		if err != nil {
 			c.log.Warn().Err(err).Str("transactional_id", p.ID).Msg("transactions: leasing a producer id failed")

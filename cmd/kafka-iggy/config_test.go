@@ -315,6 +315,7 @@ func TestExampleConfigGolden(t *testing.T) {
 	}
 	tx := &want.Bridge.Transactions // the example's transactions section
 	tx.MaxTimeout, tx.IDExpiration, tx.CheckInterval, tx.ProducerCheck = 15*time.Minute, 168*time.Hour, 10*time.Second, 500*time.Millisecond
+	tx.MaxIDs, tx.SnapshotEvery = 100000, 1000
 	tm := &want.Bridge.Telemetry // the example's telemetry section: the defaults, off
 	tm.Metrics = []string{"org.apache.kafka.producer.", "org.apache.kafka.consumer."}
 	tm.PushInterval, tm.MaxBytes, tm.MaxClients, tm.MaxSeriesPerClient = 5*time.Minute, 1048576, 1000, 2000
@@ -469,6 +470,10 @@ func TestBadConfigs(t *testing.T) {
 				"peers.max_inflight_calls": "must be 1..100000, got 100001",
 				"peers.idle_timeout":       "must be positive",
 			},
+		},
+		{
+			args: []string{"--transactions.max_ids=0", "--transactions.snapshot_every=-1"},
+			want: map[string]string{"transactions.max_ids": "must be at least 1, got 0", "transactions.snapshot_every": "must not be negative, got -1"},
 		},
 		{
 			args: []string{"--peers.address=127.0.0.1:0", "--peers.secret=only-31-bytes-long-0123456789ab"},

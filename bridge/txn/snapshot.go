@@ -1,0 +1,284 @@
+package txn
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
+)
+
+// Decision-log snapshots (Config.SnapshotEvery). A snapshot is the whole
+// state of the coordinator (every id's last record) after the decision-log
+// records below an offset, Covers: a new owner that loads it and reads the
+// log from Covers on holds what it would after reading the log from 0.
+//
+// Snapshots live in their own one-partition topic beside the log,
+// `<log topic>.snap` (messages that never expire), so the log's records
+// are unchanged and a log without snapshots (written before them, or with
+// snapshot_every 0) is read from 0. One snapshot is one SEND_MESSAGES of
+// consecutive messages: its chunks (version byte 2, snapshot id u64, the
+// JSON array of the state's records cut at snapChunk bytes), then its
+// trailer (version byte 3, JSON: id, covers, chunk count). A reader takes
+// the topic's last message; if it is a trailer whose chunks are the n
+// messages before it, it loads them, else it reads the log from 0 (a
+// snapshot is an optimisation, never needed for correctness).
+//
+// Every coordinator of the domain reads the whole log, so any of them may
+// write a snapshot; one writes when it has read SnapshotEvery records past
+// the latest snapshot it knows (loaded, written, or seen at the topic's end
+// just before writing), in the background, from a copy of its state taken
+// right after a read of the log. Records it appended itself and applied
+// before reading them back are in the copy as well as after Covers:
+// records carry an id's whole state, so reading them again is harmless.
+
+const (
+	snapChunkVersion   = 2
+	snapTrailerVersion = 3
+	// snapChunk is the most state bytes one snapshot message carries.
+	snapChunk = 1 << 20
+	// snapMaxBytes is the largest snapshot written (and the most chunks a
+	// trailer may name, times snapChunk): one SEND_MESSAGES frame below
+	// Iggy's 64 MiB.
+	snapMaxBytes = 48 << 20
+)
+
+// snapState is the coordinator's snapshot bookkeeping; guarded by
+// Coordinator.mu but writers and loaded (syncMu).
+type snapState struct {
+	loaded  bool   // the latest snapshot was looked for (syncMu)
+	covers  uint64 // the latest snapshot known covers the log below this
+	read    int    // decision-log records read (tests count them)
+	running bool   // a snapshot is being written
+	known   bool   // the snapshot topic exists (the writer alone)
+	writers sync.WaitGroup
+}
+
+// snapLog is the snapshot topic of the decision log.
+func (c *Coordinator) snapLog() iggy.TopicRef {
+	return iggy.TopicRef{Stream: c.deps.Log.Stream, Topic: c.deps.Log.Topic + ".snap"}
+}
+
+var snapConsumer = icodec.Consumer{
+	Kind: icodec.ConsumerKindConsumer,
+	ID:   icodec.Identifier{Kind: icodec.IdentifierKindString, Value: []byte("kafka-iggy.txn.snap")},
+}
+
+type snapTrailer struct {
+	ID     uint64 `json:"id"`
+	Covers uint64 `json:"covers"`
+	Chunks int    `json:"chunks"`
+	IDs    int    `json:"ids"`
+}
+
+var errSnapshot = errors.New("txn: no usable snapshot")
+
+// loadSnapshot loads the latest snapshot before the first read of the log
+// (the caller holds syncMu); without one the log is read from 0.
+func (c *Coordinator) loadSnapshot(ctx context.Context) {
+	if c.snap.loaded {
+		return
+	}
+	c.snap.loaded = true
+	tr, txns, err := c.readSnapshot(ctx)
+	if err != nil {
+		if !errors.Is(err, errSnapshot) {
+			c.log.Warn().Err(err).Msg("transactions: reading the latest decision-log snapshot failed; reading the log from its start")
+		}
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.f.Next != 0 || len(c.txns) != 0 {
+		return // the log was read meanwhile (never: syncMu is held)
+	}
+	for _, t := range txns {
+		c.applyLocked(t)
+	}
+	c.f.Next, c.snap.covers = tr.Covers, tr.Covers
+	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(txns)).Msg("transactions: loaded the decision log's snapshot")
+}
+
+// lastTrailer returns the snapshot topic's last message as a trailer and
+// its offset; errSnapshot when there is none.
+func (c *Coordinator) lastTrailer(ctx context.Context) (snapTrailer, uint64, error) {
+	ctx = iggy.Sidecar(ctx)
+	ref := c.snapLog()
+	if _, err := c.deps.Client.GetTopic(ctx, ref); err != nil {
+		if iggy.IsNotFound(err) {
+			return snapTrailer{}, 0, errSnapshot
+		}
+		return snapTrailer{}, 0, err
+	}
+	p, err := c.deps.Client.Poll(ctx, &icodec.PollMessagesRequest{
+		Consumer: snapConsumer, StreamID: ref.StreamID(), TopicID: ref.TopicID(),
+		PartitionID: icodec.OptionalPartition{Present: true, PartitionID: 0},
+		Strategy:    icodec.PollingStrategy{Kind: icodec.PollingKindLast}, Count: 1,
+	})
+	if err != nil {
+		if iggy.IsNotFound(err) {
+			return snapTrailer{}, 0, errSnapshot
+		}
+		return snapTrailer{}, 0, err
+	}
+	defer p.Release()
+	var tr snapTrailer
+	var off uint64
+	ok := false
+	it := p.Messages()
+	for it.Next() {
+		m := it.Message()
+		ok = len(m.Payload) > 1 && m.Payload[0] == snapTrailerVersion && json.Unmarshal(m.Payload[1:], &tr) == nil &&
+			tr.Chunks >= 0 && tr.Chunks <= snapMaxBytes/snapChunk && uint64(tr.Chunks) <= m.Offset
+		off = m.Offset
+	}
+	if !ok {
+		return snapTrailer{}, 0, errSnapshot
+	}
+	return tr, off, nil
+}
+
+// readSnapshot reads the latest snapshot: its trailer and its records.
+func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, []*Txn, error) {
+	tr, off, err := c.lastTrailer(ctx)
+	if err != nil {
+		return tr, nil, err
+	}
+	var state []byte
+	next := uint64(0)
+	if tr.Chunks > 0 {
+		ref := c.snapLog()
+		from := off - uint64(tr.Chunks)
+		_, err = c.deps.Client.PollLog(ctx, snapConsumer, ref, from, uint32(tr.Chunks), func(o uint64, p []byte) {
+			if o != from+next || o >= off || len(p) < 9 || p[0] != snapChunkVersion || binary.LittleEndian.Uint64(p[1:]) != tr.ID {
+				return
+			}
+			state = append(state, p[9:]...)
+			next++
+		})
+		if err != nil {
+			return tr, nil, err
+		}
+	}
+	if int(next) != tr.Chunks {
+		return tr, nil, errSnapshot
+	}
+	var txns []*Txn
+	if len(state) > 0 {
+		if err := json.Unmarshal(state, &txns); err != nil {
+			return tr, nil, errSnapshot
+		}
+	}
+	for _, t := range txns {
+		if t == nil || t.ID == "" {
+			return tr, nil, errSnapshot
+		}
+	}
+	return tr, txns, nil
+}
+
+// maybeSnapshot starts writing a snapshot when SnapshotEvery records were
+// read past the latest one known (the caller holds syncMu, right after a
+// read of the log).
+func (c *Coordinator) maybeSnapshot() {
+	if c.cfg.SnapshotEvery <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap.running || c.f.Next < c.snap.covers+uint64(c.cfg.SnapshotEvery) {
+		return
+	}
+	txns := make([]*Txn, 0, len(c.txns))
+	for _, t := range c.txns {
+		txns = append(txns, t) // records in the map are never changed in place
+	}
+	covers := c.f.Next
+	c.snap.running = true
+	c.snap.writers.Add(1)
+	go func() {
+		defer c.snap.writers.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := c.writeSnapshot(ctx, covers, txns)
+		c.mu.Lock()
+		c.snap.running = false
+		if err == nil && covers > c.snap.covers {
+			c.snap.covers = covers
+		}
+		c.mu.Unlock()
+	}()
+}
+
+// writeSnapshot appends a snapshot of txns covering the log below covers,
+// unless the topic's latest snapshot already covers as much.
+func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*Txn) error {
+	ctx = iggy.Sidecar(ctx)
+	if tr, _, err := c.lastTrailer(ctx); err == nil && tr.Covers+uint64(c.cfg.SnapshotEvery) > covers {
+		c.mu.Lock()
+		if tr.Covers > c.snap.covers {
+			c.snap.covers = tr.Covers // another sidecar wrote one
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	state, err := json.Marshal(txns)
+	if err != nil {
+		return err
+	}
+	if len(state) > snapMaxBytes {
+		c.log.Warn().Int("bytes", len(state)).Int("ids", len(txns)).Int("max_bytes", snapMaxBytes).
+			Msg("transactions: the decision-log snapshot is too large to write; a new owner reads the log from the previous snapshot")
+		return errSnapshot
+	}
+	ref := c.snapLog()
+	if !c.snap.known {
+		if _, err := c.deps.Client.EnsureStream(ctx, ref.Stream); err != nil {
+			return err
+		}
+		if _, err := c.deps.Client.CreateTopic(ctx, ref, 1, iggy.NeverExpire()); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+			return err
+		}
+		c.snap.known = true
+	}
+	id := rand.Uint64()
+	msgs := c.deps.Client.NewMessages()
+	ts := uint64(c.now().UnixMicro()) // one timestamp: one batch
+	var d records.Decoder
+	add := func(p []byte) error {
+		if err := msgs.Add(d.NewID(), ts, p, nil); err != nil {
+			msgs.Release()
+			return err
+		}
+		return nil
+	}
+	chunks := 0
+	for len(state) > 0 {
+		n := min(len(state), snapChunk)
+		p := binary.LittleEndian.AppendUint64([]byte{snapChunkVersion}, id)
+		if err := add(append(p, state[:n]...)); err != nil {
+			return err
+		}
+		state = state[n:]
+		chunks++
+	}
+	tb, _ := json.Marshal(snapTrailer{ID: id, Covers: covers, Chunks: chunks, IDs: len(txns)})
+	if err := add(append([]byte{snapTrailerVersion}, tb...)); err != nil {
+		return err
+	}
+	if _, err := c.deps.Client.Send(ctx, ref, 0, msgs); err != nil {
+		if iggy.IsNotFound(err) {
+			c.snap.known = false
+		}
+		c.log.Warn().Err(err).Msg("transactions: writing a decision-log snapshot failed; retried after the next records")
+		return err
+	}
+	c.log.Debug().Uint64("covers", covers).Int("ids", len(txns)).Int("chunks", chunks).Msg("transactions: wrote a decision-log snapshot")
+	return nil
+}

@@ -1,0 +1,82 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+)
+
+// TestSnapshotRecovery: a coordinator with snapshot_every 50 runs 300
+// transactions over 30 transactional ids (about 930 decision-log records);
+// a new owner loads the latest snapshot and reads only the log's tail (fewer
+// than 2 x 50 records), and holds exactly the state of a coordinator that
+// reads the whole log from offset 0; the recovered ids go on (InitProducerId
+// bumps the epoch the log left).
+func TestSnapshotRecovery(t *testing.T) {
+	cl := iggyFor(t, "sn", 2)
+	ref := func(topic string) iggy.TopicRef { return iggy.TopicRef{Stream: "kafka", Topic: topic} }
+	var ids pids
+	cfg := DefaultConfig()
+	cfg.SnapshotEvery = 50
+	ctx := context.Background()
+	deps := Deps{Client: cl, Ref: ref, NewProducerID: ids.next}
+	c1 := New(cfg, deps, zerolog.Nop())
+	for i := range 30 {
+		id := fmt.Sprintf("s%d", i)
+		r := c1.InitProducerID(ctx, InitParams{ID: id, TimeoutMs: 60000, ProducerID: -1, Epoch: -1})
+		if r.Code != 0 {
+			t.Fatalf("init %s: %+v", id, r)
+		}
+		for j := range 10 {
+			if add := c1.AddPartitions(ctx, id, r.ProducerID, r.Epoch, []Partition{{"sn", int32(j % 2)}}); add.Code != 0 {
+				t.Fatalf("add %s: %+v", id, add)
+			}
+			if i == 29 && j == 9 {
+				break // the last id's last transaction stays open
+			}
+			if code := c1.EndTxn(ctx, id, r.ProducerID, r.Epoch, j%3 != 0); code != 0 {
+				t.Fatalf("end %s: %d", id, code)
+			}
+		}
+	}
+	if _, code := c1.List(ctx); code != 0 { // reads the log to its end: a last snapshot may start
+		t.Fatal(code)
+	}
+	c1.Close() // waits for its snapshot writer
+	total := c1.snap.read
+
+	c2 := New(cfg, deps, zerolog.Nop())
+	if _, code := c2.List(ctx); code != 0 {
+		t.Fatal(code)
+	}
+	full := New(cfg, deps, zerolog.Nop())
+	full.snap.loaded = true // no snapshot: the log from offset 0
+	full.cfg.SnapshotEvery = 0
+	if _, code := full.List(ctx); code != 0 {
+		t.Fatal(code)
+	}
+	c2.Close()
+	t.Logf("decision log: %d records; a new owner read %d after the snapshot covering %d, a full replay %d", total, c2.snap.read, c2.snap.covers, full.snap.read)
+	if full.snap.read < 900 {
+		t.Fatalf("a full replay read %d records, want the whole log (900+)", full.snap.read)
+	}
+	if c2.snap.read >= 2*cfg.SnapshotEvery || c2.snap.covers == 0 {
+		t.Fatalf("a new owner read %d records (snapshot covering %d), want fewer than %d", c2.snap.read, c2.snap.covers, 2*cfg.SnapshotEvery)
+	}
+	if !reflect.DeepEqual(c2.txns, full.txns) || len(c2.txns) != 30 {
+		t.Fatalf("state after the snapshot and the tail differs from the full replay:\n%v\n%v", c2.txns, full.txns)
+	}
+	if d := c2.Describe(ctx, "s29"); d.Code != 0 || d.State != Ongoing {
+		t.Fatalf("the open transaction after recovery: %+v", d)
+	}
+	before := full.txns["s7"]
+	r := c2.InitProducerID(ctx, InitParams{ID: "s7", TimeoutMs: 60000, ProducerID: -1, Epoch: -1})
+	if r.Code != 0 || r.ProducerID != before.ProducerID || r.Epoch != before.Epoch+1 {
+		t.Fatalf("init of a recovered id: %+v, want producer %d epoch %d", r, before.ProducerID, before.Epoch+1)
+	}
+}
