@@ -1,6 +1,6 @@
 package bridge
 
-// TxnOffsetCommit: v0-v5
+// TxnOffsetCommit: v0-v6
 //
 // Behavior (KAFKA-ON-IGGY "Transactions"; package bridge/txnoffsets):
 //   - The partitions' offsets are held pending for (group, producer id) at
@@ -15,7 +15,8 @@ package bridge
 //     checks it (KIP-447 zombie fencing; a consumer-protocol group's member
 //     epoch too, at any version, as Kafka's transactional check); never
 //     REBALANCE_IN_PROGRESS nor GROUP_ID_NOT_FOUND (txnoffsets.GroupCheckCode).
-//   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3). A
+//   - Unknown topics and partitions: UNKNOWN_TOPIC_OR_PARTITION (3); v6
+//     names topics by id: an unknown id UNKNOWN_TOPIC_ID (100). A
 //     producer epoch older than the one the group already holds pending
 //     offsets for: INVALID_PRODUCER_EPOCH (47). Pending partitions past
 //     txnoffsets.MaxEntries: COORDINATOR_LOAD_IN_PROGRESS (14).
@@ -27,9 +28,10 @@ package bridge
 //
 // Version notes: v1 no change; v2 commit timestamp dropped; v3 flexible,
 // member id, generation, instance id; v4 no change; v5 no wire change
-// (transaction protocol v2). v6 (topic ids) is not served.
+// (transaction protocol v2); v6 topic ids instead of names (request and
+// response), resolved as OffsetCommit v10 resolves them.
 //
-// Iggy commands: GET_TOPIC (300); at the owner SEND_MESSAGES, STORE/GET_
+// Iggy commands: GET_TOPIC (300), GET_TOPICS (301, v6 topic ids); at the owner SEND_MESSAGES, STORE/GET_
 // CONSUMER_OFFSET, POLL_MESSAGES on __kafka_iggy/txnoffsets[.<domain>].
 
 import (
@@ -44,7 +46,7 @@ import (
 )
 
 func (b *Bridge) txnOffsetCommitAPI() API {
-	return API{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 5, Handle: b.handleTxnOffsetCommit, ErrorCodes: errorCodes(txnOffsetCommitErrorCodes)}
+	return API{Key: 28, Name: "TxnOffsetCommit", MinVersion: 0, MaxVersion: 6, Handle: b.handleTxnOffsetCommit, ErrorCodes: errorCodes(txnOffsetCommitErrorCodes)}
 }
 
 func init() { registerAPI((*Bridge).txnOffsetCommitAPI) }
@@ -73,12 +75,22 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 		t := &req.Topics[i]
 		rt := &resp.Topics[i]
 		*rt = kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		tcode := code
+		name := t.Topic
 		var info *iggy.TopicInfo
-		if tcode == 0 && validTopicName(t.Topic) != nil {
+		switch {
+		case tcode != 0:
+		case rq.Version >= 6:
+			var err error
+			if name, info, err = b.topicIDs.Lookup(ctx, t.TopicID, receivedAt(rq)); err != nil {
+				tcode = offsetErrCode(ctx, b.log, rq, err, req.Group, name, "txn offset commit: topic id lookup failed")
+			} else if info == nil {
+				tcode = kerr.UnknownTopicID.Code
+			}
+		case validTopicName(t.Topic) != nil:
 			tcode = kerr.UnknownTopicOrPartition.Code
-		} else if tcode == 0 {
+		default:
 			var err error
 			if info, err = b.lookupTopic(ctx, t.Topic); err != nil {
 				tcode = offsetErrCode(ctx, b.log, rq, err, req.Group, t.Topic, "txn offset commit: topic lookup failed")
@@ -91,7 +103,7 @@ func (b *Bridge) handleTxnOffsetCommit(ctx context.Context, rq *Request) (kmsg.R
 			rp.Partition, rp.ErrorCode = t.Partitions[j].Partition, tcode
 			if tcode == 0 {
 				if rp.ErrorCode, info = checkPartition(ctx, b.iggy, info, rp.Partition); rp.ErrorCode == 0 {
-					offs = append(offs, txnoffsets.Offset{Topic: t.Topic, Partition: rp.Partition, Offset: t.Partitions[j].Offset})
+					offs = append(offs, txnoffsets.Offset{Topic: name, Partition: rp.Partition, Offset: t.Partitions[j].Offset})
 					at = append(at, rp)
 				}
 			}

@@ -16,8 +16,8 @@ import (
 // transaction; EndTxn v5 commits and answers the next epoch; a write of the
 // committed transaction arriving late (the old epoch) is refused and never
 // written; a retried EndTxn with the old epoch gets the same answer;
-// TxnOffsetCommit v5 with no AddOffsetsToTxn commits the group's offset
-// with the transaction; an abort, and an abort with nothing open, move the
+// TxnOffsetCommit v5 with no AddOffsetsToTxn (and v6, naming the topic by
+// id) commits the group's offsets with the transaction; an abort, and an abort with nothing open, move the
 // epoch on too. A read_committed consumer reads the committed records once
 // and the aborted ones never.
 func TestTxnV2Raw(t *testing.T) {
@@ -117,6 +117,27 @@ func TestTxnV2Raw(t *testing.T) {
 	if c := r.do(tc, 5).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; c != 0 {
 		t.Fatalf("txn offset commit v5: %s", kerr.ErrorForCode(c))
 	}
+	// TxnOffsetCommit v6 names topics by id: the topic's own, and one no
+	// topic has (UNKNOWN_TOPIC_ID, as OffsetCommit v10).
+	td, err := kadm.NewClient(s.kgoClient(t)).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("metadata: %v %v", err, td[topic].Err)
+	}
+	tc6 := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc6.TransactionalID, tc6.Group, tc6.ProducerID, tc6.ProducerEpoch, tc6.Generation = id, group, pid, e0, -1
+	for _, tid := range [][16]byte{td[topic].ID, {0xde, 0xad}} {
+		t6 := kmsg.NewTxnOffsetCommitRequestTopic()
+		t6.TopicID = tid
+		p6 := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p6.Partition, p6.Offset = 1, 9
+		t6.Partitions = append(t6.Partitions, p6)
+		tc6.Topics = append(tc6.Topics, t6)
+	}
+	r6 := r.do(tc6, 6).(*kmsg.TxnOffsetCommitResponse)
+	if len(r6.Topics) != 2 || r6.Topics[0].TopicID != td[topic].ID || r6.Topics[0].Partitions[0].ErrorCode != 0 ||
+		r6.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("txn offset commit v6: %+v", r6.Topics)
+	}
 	if c := end(e0-1, true).ErrorCode; c != kerr.ProducerFenced.Code {
 		t.Errorf("end with an older epoch: %s", kerr.ErrorForCode(c))
 	}
@@ -189,5 +210,8 @@ func TestTxnV2Raw(t *testing.T) {
 	}
 	if o, ok := off.Lookup(topic, 0); !ok || o.At != 7 {
 		t.Errorf("group offset committed with transaction 1: %+v %v", o, ok)
+	}
+	if o, ok := off.Lookup(topic, 1); !ok || o.At != 9 {
+		t.Errorf("group offset committed by id (v6) with transaction 1: %+v %v", o, ok)
 	}
 }

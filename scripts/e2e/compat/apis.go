@@ -50,7 +50,7 @@ var kafkaAPIs = []kafkaAPI{
 	{25, "AddOffsetsToTxn", "v0-v4", "served v0-v4", ""},
 	{26, "EndTxn", "v0-v5", "served v0-v5", "v5: transaction protocol v2 (KIP-890 part 2; ApiVersions finalizes transaction.version 2): the epoch moves on at every EndTxn"},
 	{27, "WriteTxnMarkers", "v1-v2", "not advertised", issue(25, "transactions") + "; broker-to-broker"},
-	{28, "TxnOffsetCommit", "v0-v6", "served v0-v5", "offsets pending at the group's owner until the transaction ends, persisted in Iggy before the answer (a restarted sidecar or a new owner of the group recovers them); v5 adds the group to the transaction (transaction protocol v2); v6 (topic ids) not served"},
+	{28, "TxnOffsetCommit", "v0-v6", "served v0-v6", "offsets pending at the group's owner until the transaction ends, persisted in Iggy before the answer (a restarted sidecar or a new owner of the group recovers them); v5 adds the group to the transaction (transaction protocol v2); v6 names topics by id"},
 	{29, "DescribeACLs", "v1-v3", "served v1-v3", "with sasl.authorization principal: the asking principal's Iggy permissions as ACLs; otherwise SECURITY_DISABLED, as Kafka without an authorizer"},
 	{30, "CreateACLs", "v1-v3", "served v1-v3", "SECURITY_DISABLED, as Kafka without an authorizer (with per-principal authorization the ACLs are Iggy permissions, changed in Iggy)"},
 	{31, "DeleteACLs", "v1-v3", "served v1-v3", "SECURITY_DISABLED, as Kafka without an authorizer (with per-principal authorization the ACLs are Iggy permissions, changed in Iggy)"},
