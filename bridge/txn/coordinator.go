@@ -46,8 +46,8 @@ type Config struct {
 	// SnapshotEvery is how many decision-log records a coordinator reads
 	// between two snapshots it writes of the whole state (every id's
 	// producer id, epoch and transaction, and the log offset the snapshot
-	// covers) to the snapshot log beside the decision log (topic
-	// `<log>.snap`); a new owner loads the latest snapshot and reads only
+	// covers) to the snapshot logs beside the decision log (topics
+	// `<log>.snap.0` and `.snap.1`, the two latest); a new owner loads the latest snapshot and reads only
 	// the records after it. 0 writes none (a log without snapshots is read
 	// from its first record). Default 1000.
 	SnapshotEvery int `koanf:"snapshot_every"`

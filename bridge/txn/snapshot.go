@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,16 +20,24 @@ import (
 // records below an offset, Covers: a new owner that loads it and reads the
 // log from Covers on holds what it would after reading the log from 0.
 //
-// Snapshots live in their own one-partition topic beside the log,
-// `<log topic>.snap` (messages that never expire), so the log's records
-// are unchanged and a log without snapshots (written before them, or with
-// snapshot_every 0) is read from 0. One snapshot is one SEND_MESSAGES of
-// consecutive messages: its chunks (version byte 2, snapshot id u64, the
-// JSON array of the state's records cut at snapChunk bytes), then its
-// trailer (version byte 3, JSON: id, covers, chunk count). A reader takes
-// the topic's last message; if it is a trailer whose chunks are the n
-// messages before it, it loads them, else it reads the log from 0 (a
-// snapshot is an optimisation, never needed for correctness).
+// Snapshots live in two one-partition topics beside the log, the slots
+// `<log topic>.snap.0` and `.snap.1` (messages that never expire), so the
+// log's records are unchanged and a log without snapshots (written before
+// them, or with snapshot_every 0) is read from 0. One snapshot is one
+// SEND_MESSAGES of consecutive messages: its chunks (version byte 2,
+// snapshot id u64, the JSON array of the state's records cut at snapChunk
+// bytes), then its trailer (version byte 3, JSON: id, covers, chunk count).
+// A reader takes each slot's last message; if it is a trailer whose chunks
+// are the n messages before it, that slot holds a snapshot; it loads the
+// one covering more, else it reads the log from 0 (a snapshot is an
+// optimisation, never needed for correctness).
+//
+// A writer deletes and re-creates the slot that does not hold the latest
+// snapshot, then writes there: the latest snapshot stays readable while
+// the next one is written, and the two slots hold at most two snapshots
+// (and one being written), however long the log grows. Writers racing (two
+// sidecars, or a view gone stale) can at worst delete both slots; a reader
+// then reads the log from 0 until the next snapshot.
 //
 // Every coordinator of the domain reads the whole log, so any of them may
 // write a snapshot; one writes when it has read SnapshotEvery records past
@@ -55,14 +64,45 @@ type snapState struct {
 	loaded  bool   // the latest snapshot was looked for (syncMu)
 	covers  uint64 // the latest snapshot known covers the log below this
 	read    int    // decision-log records read (tests count them)
+	written int    // snapshots written (tests count them)
 	running bool   // a snapshot is being written
-	known   bool   // the snapshot topic exists (the writer alone)
 	writers sync.WaitGroup
 }
 
-// snapLog is the snapshot topic of the decision log.
-func (c *Coordinator) snapLog() iggy.TopicRef {
-	return iggy.TopicRef{Stream: c.deps.Log.Stream, Topic: c.deps.Log.Topic + ".snap"}
+// snapSlots is how many snapshot topics a decision log has.
+const snapSlots = 2
+
+// snapLog is the decision log's snapshot topic of slot (0 or 1).
+func (c *Coordinator) snapLog(slot int) iggy.TopicRef {
+	return iggy.TopicRef{Stream: c.deps.Log.Stream, Topic: c.deps.Log.Topic + ".snap." + strconv.Itoa(slot)}
+}
+
+// latestTrailer returns the slot whose last message is the trailer covering
+// the most, its trailer and offset; errSnapshot when no slot has one.
+func (c *Coordinator) latestTrailer(ctx context.Context) (int, snapTrailer, uint64, error) {
+	best, found := -1, false
+	var tr snapTrailer
+	var off uint64
+	var firstErr error
+	for slot := range snapSlots {
+		t, o, err := c.lastTrailer(ctx, slot)
+		if err != nil {
+			if !errors.Is(err, errSnapshot) && firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if !found || t.Covers > tr.Covers {
+			best, tr, off, found = slot, t, o, true
+		}
+	}
+	switch {
+	case found:
+		return best, tr, off, nil
+	case firstErr != nil:
+		return -1, tr, 0, firstErr
+	}
+	return -1, tr, 0, errSnapshot
 }
 
 var snapConsumer = icodec.Consumer{
@@ -105,11 +145,11 @@ func (c *Coordinator) loadSnapshot(ctx context.Context) {
 	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(txns)).Msg("transactions: loaded the decision log's snapshot")
 }
 
-// lastTrailer returns the snapshot topic's last message as a trailer and
-// its offset; errSnapshot when there is none.
-func (c *Coordinator) lastTrailer(ctx context.Context) (snapTrailer, uint64, error) {
+// lastTrailer returns the last message of a slot's snapshot topic as a
+// trailer and its offset; errSnapshot when there is none.
+func (c *Coordinator) lastTrailer(ctx context.Context, slot int) (snapTrailer, uint64, error) {
 	ctx = iggy.Sidecar(ctx)
-	ref := c.snapLog()
+	ref := c.snapLog(slot)
 	if _, err := c.deps.Client.GetTopic(ctx, ref); err != nil {
 		if iggy.IsNotFound(err) {
 			return snapTrailer{}, 0, errSnapshot
@@ -144,16 +184,32 @@ func (c *Coordinator) lastTrailer(ctx context.Context) (snapTrailer, uint64, err
 	return tr, off, nil
 }
 
-// readSnapshot reads the latest snapshot: its trailer and its records.
+// readSnapshot reads the latest snapshot: its trailer and its records. A
+// slot whose snapshot cannot be read (torn, deleted meanwhile) gives way
+// to the other.
 func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, []*Txn, error) {
-	tr, off, err := c.lastTrailer(ctx)
+	slot, tr, off, err := c.latestTrailer(ctx)
 	if err != nil {
 		return tr, nil, err
 	}
+	tr2, txns, err := c.readSlot(ctx, slot, tr, off)
+	if err == nil {
+		return tr2, txns, nil
+	}
+	other := 1 - slot
+	if tr, off, err2 := c.lastTrailer(ctx, other); err2 == nil {
+		return c.readSlot(ctx, other, tr, off)
+	}
+	return tr2, nil, err
+}
+
+// readSlot reads the snapshot of a slot whose trailer tr is at offset off.
+func (c *Coordinator) readSlot(ctx context.Context, slot int, tr snapTrailer, off uint64) (snapTrailer, []*Txn, error) {
 	var state []byte
 	next := uint64(0)
+	var err error
 	if tr.Chunks > 0 {
-		ref := c.snapLog()
+		ref := c.snapLog(slot)
 		from := off - uint64(tr.Chunks)
 		_, err = c.deps.Client.PollLog(ctx, snapConsumer, ref, from, uint32(tr.Chunks), func(o uint64, p []byte) {
 			if o != from+next || o >= off || len(p) < 9 || p[0] != snapChunkVersion || binary.LittleEndian.Uint64(p[1:]) != tr.ID {
@@ -212,15 +268,23 @@ func (c *Coordinator) maybeSnapshot() {
 		if err == nil && covers > c.snap.covers {
 			c.snap.covers = covers
 		}
+		if err == nil {
+			c.snap.written++
+		}
 		c.mu.Unlock()
 	}()
 }
 
-// writeSnapshot appends a snapshot of txns covering the log below covers,
-// unless the topic's latest snapshot already covers as much.
+// writeSnapshot writes a snapshot of txns covering the log below covers to
+// the slot not holding the latest snapshot (deleted and created again
+// first), unless the latest snapshot already covers as much.
 func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*Txn) error {
 	ctx = iggy.Sidecar(ctx)
-	if tr, _, err := c.lastTrailer(ctx); err == nil && tr.Covers+uint64(c.cfg.SnapshotEvery) > covers {
+	slot, tr, _, err := c.latestTrailer(ctx)
+	if err != nil && !errors.Is(err, errSnapshot) {
+		return err // a slot could not be read: never delete what may be the latest
+	}
+	if err == nil && tr.Covers+uint64(c.cfg.SnapshotEvery) > covers {
 		c.mu.Lock()
 		if tr.Covers > c.snap.covers {
 			c.snap.covers = tr.Covers // another sidecar wrote one
@@ -237,15 +301,21 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 			Msg("transactions: the decision-log snapshot is too large to write; a new owner reads the log from the previous snapshot")
 		return errSnapshot
 	}
-	ref := c.snapLog()
-	if !c.snap.known {
-		if _, err := c.deps.Client.EnsureStream(ctx, ref.Stream); err != nil {
-			return err
-		}
-		if _, err := c.deps.Client.CreateTopic(ctx, ref, 1, iggy.NeverExpire()); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
-			return err
-		}
-		c.snap.known = true
+	target := 0
+	if slot >= 0 {
+		target = 1 - slot // the latest snapshot stays where it is
+	}
+	ref := c.snapLog(target)
+	if _, err := c.deps.Client.EnsureStream(ctx, ref.Stream); err != nil {
+		return err
+	}
+	err = c.deps.Client.Do(ctx, &icodec.DeleteTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID()}, nil)
+	c.deps.Client.InvalidateTopic(ref)
+	if err != nil && !iggy.IsNotFound(err) {
+		return err
+	}
+	if _, err := c.deps.Client.CreateTopic(ctx, ref, 1, iggy.NeverExpire()); err != nil && !errors.Is(err, icodec.StatusTopicNameAlreadyExists) {
+		return err
 	}
 	id := rand.Uint64()
 	msgs := c.deps.Client.NewMessages()
@@ -273,9 +343,6 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		return err
 	}
 	if _, err := c.deps.Client.Send(ctx, ref, 0, msgs); err != nil {
-		if iggy.IsNotFound(err) {
-			c.snap.known = false
-		}
 		c.log.Warn().Err(err).Msg("transactions: writing a decision-log snapshot failed; retried after the next records")
 		return err
 	}

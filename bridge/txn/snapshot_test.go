@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
+	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
 )
 
 // TestSnapshotRecovery: a coordinator with snapshot_every 50 runs 300
@@ -78,5 +79,63 @@ func TestSnapshotRecovery(t *testing.T) {
 	r := c2.InitProducerID(ctx, InitParams{ID: "s7", TimeoutMs: 60000, ProducerID: -1, Epoch: -1})
 	if r.Code != 0 || r.ProducerID != before.ProducerID || r.Epoch != before.Epoch+1 {
 		t.Fatalf("init of a recovered id: %+v, want producer %d epoch %d", r, before.ProducerID, before.Epoch+1)
+	}
+	checkSnapshotsPruned(t, c1)
+}
+
+// checkSnapshotsPruned: of the many snapshots c1 wrote, the two slots hold
+// one each (every message of a slot is its one snapshot's chunks and
+// trailer); with the latest slot gone a new owner loads the other, older
+// one, and with both gone it reads the log from 0: either way it holds
+// the full replay's state.
+func checkSnapshotsPruned(t *testing.T, c1 *Coordinator) {
+	t.Helper()
+	ctx := context.Background()
+	full := New(c1.cfg, c1.deps, zerolog.Nop())
+	full.snap.loaded = true // no snapshot: the log from offset 0
+	full.cfg.SnapshotEvery = 0
+	if _, code := full.List(ctx); code != 0 {
+		t.Fatal(code)
+	}
+	if c1.snap.written < 3 {
+		t.Fatalf("%d snapshots written, want several", c1.snap.written)
+	}
+	latest, _, _, err := c1.latestTrailer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for slot := range snapSlots {
+		tr, _, err := c1.lastTrailer(ctx, slot)
+		if err != nil {
+			t.Fatalf("slot %d: %v", slot, err)
+		}
+		c1.deps.Client.InvalidateTopic(c1.snapLog(slot))
+		info, err := c1.deps.Client.GetTopic(ctx, c1.snapLog(slot))
+		if err != nil || len(info.Details.Partitions) != 1 {
+			t.Fatal(err)
+		}
+		if n := info.Details.Partitions[0].MessagesCount; n != uint64(tr.Chunks+1) {
+			t.Errorf("slot %d holds %d messages, want one snapshot's %d (%d snapshots written)", slot, n, tr.Chunks+1, c1.snap.written)
+		}
+	}
+	recovered := func(what string) {
+		t.Helper()
+		c := New(c1.cfg, c1.deps, zerolog.Nop())
+		c.cfg.SnapshotEvery = 0 // reads, writes none
+		if _, code := c.List(ctx); code != 0 {
+			t.Fatal(code)
+		}
+		if !reflect.DeepEqual(c.txns, full.txns) {
+			t.Errorf("%s: the state differs from the full replay", what)
+		}
+		t.Logf("%s: a new owner read %d records after a snapshot covering %d", what, c.snap.read, c.snap.covers)
+	}
+	for i, slot := range []int{latest, 1 - latest} {
+		ref := c1.snapLog(slot)
+		if err := c1.deps.Client.Do(ctx, &icodec.DeleteTopicRequest{StreamID: ref.StreamID(), TopicID: ref.TopicID()}, nil); err != nil {
+			t.Fatal(err)
+		}
+		c1.deps.Client.InvalidateTopic(ref)
+		recovered([]string{"the latest snapshot deleted", "both snapshots deleted"}[i])
 	}
 }
