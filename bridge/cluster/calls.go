@@ -23,7 +23,7 @@ var joinCall = register(&call[groups.JoinParams, groups.JoinResult]{
 	params: joinParams, answer: joinResult,
 	code: func(a *groups.JoinResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.JoinParams) (groups.JoinResult, bool) {
-		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) { return c.ClassicJoin(*p) },
+		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) { return c.ClassicJoin(*p, nil) },
 			groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1})
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.JoinParams) groups.JoinResult {
@@ -46,7 +46,7 @@ var syncCall = register(&call[groups.SyncParams, groups.SyncResult]{
 	params: syncParams, answer: syncResult,
 	code: func(a *groups.SyncResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.SyncParams) (groups.SyncResult, bool) {
-		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.SyncResult, bool) { return c.ClassicSync(*p) },
+		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.SyncResult, bool) { return c.ClassicSync(*p, nil) },
 			groups.SyncResult{Code: kerr.CoordinatorLoadInProgress.Code})
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.SyncParams) groups.SyncResult {
@@ -69,7 +69,7 @@ var heartbeatCall = register(&call[memberReq, codeAnswer]{
 	code: func(a *codeAnswer) int16 { return a.code },
 	pre: func(ctx context.Context, r *Router, k int, p *memberReq) (codeAnswer, bool) {
 		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (codeAnswer, bool) {
-			code, held := c.ClassicHeartbeat(p.group, p.memberID, p.instanceID, p.generation)
+			code, held := c.ClassicHeartbeat(p.group, p.memberID, p.instanceID, p.generation, nil)
 			return codeAnswer{code}, held
 		}, codeAnswer{kerr.CoordinatorLoadInProgress.Code})
 	},
@@ -91,7 +91,7 @@ var leaveCall = register(&call[leaveReq, leaveAnswer]{
 	code: func(a *leaveAnswer) int16 { return a.top },
 	pre: func(ctx context.Context, r *Router, k int, p *leaveReq) (leaveAnswer, bool) {
 		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (leaveAnswer, bool) {
-			codes, held := c.ClassicLeave(p.group, p.ids)
+			codes, held := c.ClassicLeave(p.group, p.ids, nil)
 			return leaveAnswer{0, codes}, held
 		}, leaveAnswer{kerr.CoordinatorLoadInProgress.Code, make([]int16, len(p.ids))})
 	},
