@@ -191,6 +191,7 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams, classic func()) (r groups
 	if p.RequireKnownID && unknown && p.InstanceID == nil {
 		return fail(kerr.MemberIDRequired, id)
 	}
+	start := g.epoch
 	m := g.members[id]
 	if p.InstanceID != nil {
 		if oldID, ok := g.instances[*p.InstanceID]; ok && oldID != id {
@@ -235,6 +236,7 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams, classic func()) (r groups
 		topics = g.subscribed
 	}
 	c.refreshMetadata(g, topics)
+	g.bumpedOnce(start)
 	if g.epoch > g.targetEpoch {
 		c.computeTarget(g, topics)
 	}

@@ -399,3 +399,24 @@ func TestMixedClassicCallsRacingUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// One heartbeat is one new group epoch however many things it changes (a
+// new member, its subscription, topics new to the group), as Kafka bumps
+// it: the first member of a new group is at epoch 1, the second at 2, and
+// a consumer-protocol member upgrading a classic group of generation G
+// makes it G+1.
+func TestOneEpochPerHeartbeat(t *testing.T) {
+	c, _ := newTestCoordinator()
+	for i, id := range []string{"a", "b"} {
+		(&client{id: id}).join(t, c, migTopics, []string{"t"}, "")
+		if d, _ := c.Describe("g"); d.Epoch != int32(i+1) {
+			t.Fatalf("after %s joined: group epoch %d, want %d", id, d.Epoch, i+1)
+		}
+	}
+	mi := newMigration()
+	_, _, gen := mi.stableClassicGroup(t)
+	(&client{id: "c"}).join(t, mi.c, migTopics, []string{"t"}, "")
+	if d, _ := mi.c.Describe("g"); d.Epoch != gen+1 {
+		t.Fatalf("the upgraded group at epoch %d, want the classic generation %d + 1", d.Epoch, gen)
+	}
+}

@@ -89,6 +89,14 @@ func TestConsumerProtocolLiveDowngrade(t *testing.T) {
 			a, b := lg.start(), lg.start()
 			lg.produce(0)
 			lg.waitRead("two classic members")
+			var ga int32
+			lg.await("the classic group Stable, both members at one generation", func() (bool, string) {
+				_, ga = a.cl.GroupMetadata()
+				_, gb := b.cl.GroupMetadata()
+				d := describeGroupsSummary(t, tg, lg.group, 5, partitions)
+				return ga == gb && ga > 0 && strings.Contains(d, "state Stable") && strings.Contains(d, "every partition assigned once"),
+					fmt.Sprintf("generations %d %d, %s", ga, gb, d)
+			})
 			c := lg.start(kgo.ServerSideBalancer())
 			lg.produce(1)
 			lg.waitRead("two classic members and one consumer-protocol member")
@@ -100,10 +108,11 @@ func TestConsumerProtocolLiveDowngrade(t *testing.T) {
 			// owning what the target gives it.
 			var mixed string
 			lg.await("the mixed group described Stable", func() (bool, string) {
-				mixed = describeMixed(t, tg, lg.topic, lg.group, partitions)
+				mixed = describeMixed(t, tg, lg.topic, lg.group, partitions, ga)
 				return strings.HasPrefix(mixed, "ConsumerGroupDescribe v1: Stable"), mixed
 			})
-			const wantMixed = "ConsumerGroupDescribe v1: Stable, member types [0 0 1], every partition owned once, each owned as targeted; " +
+			const wantMixed = "ConsumerGroupDescribe v1: Stable, member types [0 0 1], group epoch the classic generation +1, " +
+				"every partition owned once, each owned as targeted; " +
 				"DescribeGroups v5: code 0 state Dead protocol type \"\" members 0; " +
 				"DescribeGroups v6: code 69 \"Group <group> is not a classic group.\" state Dead protocol type \"\" members 0"
 			if mixed != wantMixed {
@@ -134,7 +143,7 @@ func TestConsumerProtocolLiveDowngrade(t *testing.T) {
 
 // describeMixed summarises ConsumerGroupDescribe v1 and DescribeGroups v5
 // and v6 of a group with classic and consumer-protocol members.
-func describeMixed(t *testing.T, tg Target, topic, group string, partitions int32) string {
+func describeMixed(t *testing.T, tg Target, topic, group string, partitions, generation int32) string {
 	t.Helper()
 	cl := newKgo(t, tg)
 	ctx := testCtx(t, 10*time.Second)
@@ -173,7 +182,7 @@ func describeMixed(t *testing.T, tg Target, topic, group string, partitions int3
 		for _, n := range owners {
 			once = once && n == 1
 		}
-		s := fmt.Sprintf("ConsumerGroupDescribe v1: %s, member types %v", g.State, types)
+		s := fmt.Sprintf("ConsumerGroupDescribe v1: %s, member types %v, group epoch the classic generation %+d", g.State, types, g.Epoch-generation)
 		if g.AssignmentEpoch != g.Epoch {
 			s += fmt.Sprintf(", assignment epoch %d of group epoch %d", g.AssignmentEpoch, g.Epoch)
 		}
