@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -77,7 +79,10 @@ func TestConsumerProtocolLiveUpgrade(t *testing.T) {
 // v6 GROUP_ID_NOT_FOUND "Group … is not a classic group.") and
 // ConsumerGroupDescribe v1 lists the three members, the two classic ones
 // with MemberType 0 and the consumer-protocol one with 1, sharing the
-// partitions without overlap. When the consumer-protocol member leaves the
+// partitions without overlap, the group epoch one past the classic
+// generation; kafka-consumer-groups --describe --members --verbose shows
+// the same columns and rows (UPGRADED true for the consumer-protocol
+// member) on both. When the consumer-protocol member leaves the
 // group becomes a classic group again (ListGroups type classic,
 // DescribeGroups protocol type "consumer"), its two classic members
 // rebalance, take every partition and go on reading every record once.
@@ -119,6 +124,13 @@ func TestConsumerProtocolLiveDowngrade(t *testing.T) {
 				t.Errorf("the mixed group described:\n got %s\nwant %s", mixed, wantMixed)
 			}
 
+			if tool, ok := membersTool(t, tg, lg.group); ok {
+				const want = "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT UPGRADED; " +
+					"rows [2 false as targeted, 2 false as targeted, 2 true as targeted]"
+				if tool != want {
+					t.Errorf("kafka-consumer-groups --describe --members --verbose of the mixed group:\n got %s\nwant %s", tool, want)
+				}
+			}
 			lg.stop(c) // the last consumer-protocol member leaves: the group goes back to classic
 			lg.produce(2)
 			lg.waitRead("the two classic members after the downgrade")
@@ -131,6 +143,12 @@ func TestConsumerProtocolLiveDowngrade(t *testing.T) {
 				"every partition assigned once; ConsumerGroupDescribe: code 69 \"Group <group> is not a consumer group.\""
 			if classic != wantClassic {
 				t.Errorf("the downgraded group described:\n got %s\nwant %s", classic, wantClassic)
+			}
+			if tool, ok := membersTool(t, tg, lg.group); ok {
+				const want = "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT; rows [3, 3]"
+				if tool != want {
+					t.Errorf("kafka-consumer-groups --describe --members --verbose of the downgraded group:\n got %s\nwant %s", tool, want)
+				}
 			}
 			lg.produce(3)
 			lg.waitRead("the two classic members after the downgrade, a second round")
@@ -449,4 +467,45 @@ func (lg *liveGroup) checkOnce() {
 			lg.t.Errorf("%s read %d times, its first read committed", v, n)
 		}
 	}
+}
+
+// membersTool summarises kafka-consumer-groups --describe --members
+// --verbose of group (Kafka 4's tool): its columns, and per member its
+// partition count, whether it is upgraded (UPGRADED, shown for a consumer
+// group) and whether it owns its target (mixed groups); false when the
+// Kafka 4 tools are not installed.
+func membersTool(t *testing.T, tg Target, group string) (string, bool) {
+	t.Helper()
+	version := kafka4Version()
+	if _, err := os.Stat(filepath.Join(KafkaCacheDir(version), "mainclasses")); err != nil {
+		t.Logf("kafka-consumer-groups not checked: the Kafka %s tools are not installed", version)
+		return "", false
+	}
+	out := runKafkaTool(t, version, 90*time.Second, "consumer-groups", "--bootstrap-server", tg.Bootstrap, "--describe", "--group", group, "--members", "--verbose")
+	var header []string
+	var rows []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "GROUP":
+			header = f
+		case len(f) == len(header) && len(f) > 0 && f[0] == group:
+			col := map[string]string{}
+			for i, h := range header {
+				col[h] = f[i]
+			}
+			r := col["#PARTITIONS"]
+			if u, ok := col["UPGRADED"]; ok {
+				r += " " + u
+				if col["CURRENT-ASSIGNMENT"] == col["TARGET-ASSIGNMENT"] && col["CURRENT-EPOCH"] == col["TARGET-EPOCH"] {
+					r += " as targeted"
+				} else {
+					r += " not as targeted"
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	sort.Strings(rows)
+	return fmt.Sprintf("%s; rows [%s]", strings.Join(header, " "), strings.Join(rows, ", ")), true
 }
