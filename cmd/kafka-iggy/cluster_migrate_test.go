@@ -82,6 +82,9 @@ func TestConsumerProtocolLiveMigrationAcross(t *testing.T) {
 	produce()
 	waitRead("the two classic members read every record")
 	owner := shardOwner(ps, cluster.Shard(group, cluster.DefaultShards))
+	if owner < 0 {
+		t.Fatal("no sidecar logs ownership of the group's shard")
+	}
 	t.Logf("sidecar %d owns the group's shard", owner)
 
 	c := runMigMember(t, ps[2].kafka, group, topic, reads, true)
