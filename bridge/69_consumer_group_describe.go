@@ -6,7 +6,7 @@ package bridge
 //   - Describes consumer-protocol (KIP-848) groups held by this instance's
 //     bridge/cgroups coordinator: state (Empty, Assigning, Reconciling,
 //     Stable), group epoch, assignment epoch, the assignor in use, and per
-//     member its epoch, client, subscription (names and regex), current
+//     member its epoch, client, subscription (names; regex, "" for none), current
 //     assignment and target assignment, topics named and identified.
 //   - A group id not held: GROUP_ID_NOT_FOUND ("Group %s not found."); a
 //     classic group of that id: GROUP_ID_NOT_FOUND ("Group %s is not a

@@ -162,13 +162,18 @@ func (c *Coordinator) classicGroup(id string, now time.Time) *group {
 
 // ClassicJoin serves a JoinGroup of a group the consumer protocol holds
 // (Kafka's classicGroupJoinToConsumerGroup); held is false when no
-// consumer group with members holds the id (an empty one is dropped).
-func (c *Coordinator) ClassicJoin(p groups.JoinParams) (r groups.JoinResult, held bool) {
+// consumer group with members holds the id (an empty one is dropped), and
+// then classic, when set, is called before the lock is released: the
+// classic coordinator's part of the call cannot race a consumer-protocol
+// member upgrading the group (which takes the same lock). The same goes
+// for ClassicSync, ClassicHeartbeat and ClassicLeave.
+func (c *Coordinator) ClassicJoin(p groups.JoinParams, classic func()) (r groups.JoinResult, held bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.classicGroup(p.Group, now)
 	if g == nil {
+		orClassic(classic)
 		return groups.JoinResult{}, false
 	}
 	fail := func(e *kerr.Error, id string) (groups.JoinResult, bool) {
@@ -186,6 +191,7 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams) (r groups.JoinResult, hel
 	if p.RequireKnownID && unknown && p.InstanceID == nil {
 		return fail(kerr.MemberIDRequired, id)
 	}
+	start := g.epoch
 	m := g.members[id]
 	if p.InstanceID != nil {
 		if oldID, ok := g.instances[*p.InstanceID]; ok && oldID != id {
@@ -230,6 +236,7 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams) (r groups.JoinResult, hel
 		topics = g.subscribed
 	}
 	c.refreshMetadata(g, topics)
+	g.bumpedOnce(start)
 	if g.epoch > g.targetEpoch {
 		c.computeTarget(g, topics)
 	}
@@ -242,6 +249,15 @@ func (c *Coordinator) ClassicJoin(p groups.JoinParams) (r groups.JoinResult, hel
 	c.reconcile(g, m, owned, now)
 	return groups.JoinResult{MemberID: m.id, Generation: m.epoch, HasProtocol: true, ProtocolType: groups.ConsumerProtocolType,
 		Protocol: p.Protocols[0].Name}, true
+}
+
+// orClassic calls the classic coordinator's part of a call, if any; the
+// caller holds c.mu (lock order: this coordinator's, then the classic
+// one's, as Upgrade and Downgrade take them).
+func orClassic(classic func()) {
+	if classic != nil {
+		classic()
+	}
 }
 
 // supportsProtocols: a classic member may join when some protocol it
@@ -286,12 +302,13 @@ func classicMember(g *group, memberID string, instanceID *string) (*member, int1
 // ClassicSync serves a SyncGroup of a classic member of a consumer group
 // (Kafka's classicGroupSyncToConsumerGroup): its current assignment in the
 // ConsumerProtocol format of its metadata's version.
-func (c *Coordinator) ClassicSync(p groups.SyncParams) (r groups.SyncResult, held bool) {
+func (c *Coordinator) ClassicSync(p groups.SyncParams, classic func()) (r groups.SyncResult, held bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.classicGroup(p.Group, now)
 	if g == nil {
+		orClassic(classic)
 		return groups.SyncResult{}, false
 	}
 	m, code := classicMember(g, p.MemberID, p.InstanceID)
@@ -319,12 +336,13 @@ func (c *Coordinator) ClassicSync(p groups.SyncParams) (r groups.SyncResult, hel
 
 // ClassicHeartbeat serves a Heartbeat of a classic member of a consumer
 // group (Kafka's classicGroupHeartbeatToConsumerGroup).
-func (c *Coordinator) ClassicHeartbeat(group, memberID string, instanceID *string, generation int32) (code int16, held bool) {
+func (c *Coordinator) ClassicHeartbeat(group, memberID string, instanceID *string, generation int32, classic func()) (code int16, held bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.classicGroup(group, now)
 	if g == nil {
+		orClassic(classic)
 		return 0, false
 	}
 	m, code := classicMember(g, memberID, instanceID)
@@ -358,12 +376,13 @@ func (g *group) waitingOnUnreleased(m *member) bool {
 
 // ClassicLeave serves a LeaveGroup of a consumer group (Kafka's
 // classicGroupLeaveToConsumerGroup): each named classic member leaves.
-func (c *Coordinator) ClassicLeave(group string, ids []groups.LeaveIdentity) (codes []int16, held bool) {
+func (c *Coordinator) ClassicLeave(group string, ids []groups.LeaveIdentity, classic func()) (codes []int16, held bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.classicGroup(group, now)
 	if g == nil {
+		orClassic(classic)
 		return nil, false
 	}
 	codes = make([]int16, len(ids))

@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -208,7 +209,7 @@ func TestOnlineUpgradeAndDowngrade(t *testing.T) {
 	if err := moved.Restore("g", snap); err != nil {
 		t.Fatal(err)
 	}
-	if r, held := moved.ClassicSync(groups.SyncParams{Group: "g", MemberID: ca.id, Generation: ca.gen}); !held || r.Code != 0 ||
+	if r, held := moved.ClassicSync(groups.SyncParams{Group: "g", MemberID: ca.id, Generation: ca.gen}, nil); !held || r.Code != 0 ||
 		!slices.Equal(decodeAssignment(t, r.Assignment), ca.owned) {
 		t.Fatalf("sync at the next owner: held %v %+v", held, r)
 	}
@@ -270,7 +271,7 @@ func TestClassicJoinIntoConsumerGroup(t *testing.T) {
 	if len(d.owned) != 2 || len(c.owned) != 2 {
 		t.Fatalf("after reconciliation: c %v d %v, want two each", c.owned, d.owned)
 	}
-	if r, _ := mi.c.ClassicSync(groups.SyncParams{Group: "g", MemberID: d.id, Generation: d.gen - 1}); r.Code != kerr.IllegalGeneration.Code {
+	if r, _ := mi.c.ClassicSync(groups.SyncParams{Group: "g", MemberID: d.id, Generation: d.gen - 1}, nil); r.Code != kerr.IllegalGeneration.Code {
 		t.Fatalf("sync at another generation: code %d, want ILLEGAL_GENERATION", r.Code)
 	}
 	if code := mi.svc.Heartbeat(ctx, "g", "c", nil, c.epoch); code != kerr.UnknownMemberID.Code {
@@ -348,5 +349,74 @@ func TestClassicMemberJoinAndSyncTimeouts(t *testing.T) {
 	c.beatRaw(mi.c, migTopics)
 	if hasMember(mi.c, "f") {
 		t.Fatal("f is still a member after its sync timeout")
+	}
+}
+
+// A classic JoinGroup and Heartbeat racing a consumer-protocol member's
+// upgrade of the live classic group: the check "does a consumer group hold
+// the id" and the classic coordinator's call are one step (Mixed), so the
+// id never ends up held by both coordinators (a new classic group created
+// beside the upgraded one) and a classic member of the upgraded group is
+// never told UNKNOWN_MEMBER_ID by the classic coordinator that just gave
+// the group away. Run under -race.
+func TestMixedClassicCallsRacingUpgrade(t *testing.T) {
+	mi := newMigration()
+	ctx := context.Background()
+	for i := range 300 {
+		id := fmt.Sprintf("race-%d", i)
+		p := joinParams("", nil)
+		p.Group = id
+		ra := mi.svc.Join(ctx, p)
+		if ra.Code != 0 {
+			t.Fatalf("%s: first join: code %d", id, ra.Code)
+		}
+		a := ra.MemberID
+		if r := mi.svc.Sync(ctx, groups.SyncParams{Group: id, MemberID: a, Generation: ra.Generation,
+			Assignments: map[string][]byte{a: encodeAssignment(setOf([]TP{tp(0), tp(1), tp(2), tp(3)}), nil)}}); r.Code != 0 {
+			t.Fatalf("%s: first sync: code %d", id, r.Code)
+		}
+		var wg sync.WaitGroup
+		var joined groups.JoinResult
+		var beat int16
+		wg.Go(func() { joined = mi.svc.Join(ctx, p) })
+		wg.Go(func() { beat = mi.svc.Heartbeat(ctx, id, a, nil, ra.Generation) })
+		wg.Go(func() {
+			r := mi.c.Heartbeat(HeartbeatParams{Group: id, MemberID: "c", RebalanceTimeout: time.Minute, SubscribedTopics: []string{"t"},
+				OwnedSet: true, Owned: []TP{}, NeedMemberID: true}, migTopics)
+			if r.Code != 0 {
+				t.Errorf("%s: consumer-protocol join: code %d", id, r.Code)
+			}
+		})
+		wg.Wait()
+		if mi.g.Has(id) && mi.c.Has(id) {
+			t.Fatalf("%s: both coordinators hold the group (new classic member: %+v)", id, joined)
+		}
+		if beat != 0 && beat != kerr.RebalanceInProgress.Code {
+			t.Fatalf("%s: the classic member's heartbeat during the upgrade: code %d", id, beat)
+		}
+		if joined.Code != 0 && joined.Code != kerr.RebalanceInProgress.Code {
+			t.Fatalf("%s: the new classic member's join during the upgrade: %+v", id, joined)
+		}
+	}
+}
+
+// One heartbeat is one new group epoch however many things it changes (a
+// new member, its subscription, topics new to the group), as Kafka bumps
+// it: the first member of a new group is at epoch 1, the second at 2, and
+// a consumer-protocol member upgrading a classic group of generation G
+// makes it G+1.
+func TestOneEpochPerHeartbeat(t *testing.T) {
+	c, _ := newTestCoordinator()
+	for i, id := range []string{"a", "b"} {
+		(&client{id: id}).join(t, c, migTopics, []string{"t"}, "")
+		if d, _ := c.Describe("g"); d.Epoch != int32(i+1) {
+			t.Fatalf("after %s joined: group epoch %d, want %d", id, d.Epoch, i+1)
+		}
+	}
+	mi := newMigration()
+	_, _, gen := mi.stableClassicGroup(t)
+	(&client{id: "c"}).join(t, mi.c, migTopics, []string{"t"}, "")
+	if d, _ := mi.c.Describe("g"); d.Epoch != gen+1 {
+		t.Fatalf("the upgraded group at epoch %d, want the classic generation %d + 1", d.Epoch, gen)
 	}
 }

@@ -189,6 +189,7 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 	}
 
 	var m *member
+	start := g.epoch
 	if p.MemberEpoch == joinEpoch {
 		var r HeartbeatResult
 		var ok bool
@@ -210,6 +211,7 @@ func (c *Coordinator) Heartbeat(p HeartbeatParams, topics map[string]int32) Hear
 	before := copySet(m.assigned)
 	c.update(g, m, p, re, now)
 	c.refreshMetadata(g, topics)
+	g.bumpedOnce(start)
 	if g.epoch > g.targetEpoch {
 		c.computeTarget(g, topics)
 	}
@@ -348,6 +350,15 @@ func (c *Coordinator) update(g *group, m *member, p HeartbeatParams, re *regexp.
 	}
 	if changed {
 		g.epoch++
+	}
+}
+
+// bumpedOnce makes the bumps of one request one (a member joining with a
+// new subscription to topics new to the group is one new group epoch, as
+// Kafka bumps it once per heartbeat); start is the epoch the request found.
+func (g *group) bumpedOnce(start int32) {
+	if g.epoch > start {
+		g.epoch = start + 1
 	}
 }
 

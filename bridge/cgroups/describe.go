@@ -72,10 +72,8 @@ func (c *Coordinator) Describe(id string) (Description, bool) {
 			ClientID: m.clientID, ClientHost: m.clientHost, SubscribedTopics: append([]string(nil), m.topics...),
 			Assignment: sortedTPs(m.assigned), Target: sortedTPs(g.target[m.id]), Classic: m.classic != nil,
 		}
-		if m.regex != "" {
-			r := m.regex
-			md.SubscribedRegex = &r
-		}
+		r := m.regex // "" when subscribed by names, as Kafka answers (not null)
+		md.SubscribedRegex = &r
 		d.Members = append(d.Members, md)
 	}
 	sort.Slice(d.Members, func(i, j int) bool { return d.Members[i].MemberID < d.Members[j].MemberID })

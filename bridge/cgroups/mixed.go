@@ -11,6 +11,15 @@ import (
 // while live, classic.go) is served by the consumer-protocol coordinator,
 // every other one by the classic coordinator. Across sidecars the owner
 // makes the same choice (bridge/cluster, the classic calls' pre hooks).
+//
+// The choice and the classic coordinator's part of the call are one step
+// under the consumer-protocol coordinator's lock (the Classic* methods'
+// classic argument), so a consumer-protocol member upgrading the group
+// cannot slip in between: a new member's JoinGroup would otherwise create
+// a classic group beside the upgraded one, a classic member's Heartbeat be
+// told UNKNOWN_MEMBER_ID by the coordinator that just gave the group away.
+// A JoinGroup or SyncGroup parked in the classic group waits outside the
+// lock (an upgrade answers it REBALANCE_IN_PROGRESS).
 type Mixed struct {
 	*groups.Coordinator
 	C *Coordinator
@@ -20,32 +29,41 @@ var _ groups.Service = Mixed{}
 
 // Join implements groups.Service.
 func (m Mixed) Join(ctx context.Context, p groups.JoinParams) groups.JoinResult {
-	if r, held := m.C.ClassicJoin(p); held {
+	var wait func(context.Context) groups.JoinResult
+	if r, held := m.C.ClassicJoin(p, func() { wait = m.Coordinator.StartJoin(p) }); held {
 		return r
 	}
-	return m.Coordinator.Join(ctx, p)
+	return wait(ctx)
 }
 
 // Sync implements groups.Service.
 func (m Mixed) Sync(ctx context.Context, p groups.SyncParams) groups.SyncResult {
-	if r, held := m.C.ClassicSync(p); held {
+	var wait func(context.Context) groups.SyncResult
+	if r, held := m.C.ClassicSync(p, func() { wait = m.Coordinator.StartSync(p) }); held {
 		return r
 	}
-	return m.Coordinator.Sync(ctx, p)
+	return wait(ctx)
 }
 
 // Heartbeat implements groups.Service.
 func (m Mixed) Heartbeat(ctx context.Context, group, memberID string, instanceID *string, generation int32) int16 {
-	if code, held := m.C.ClassicHeartbeat(group, memberID, instanceID, generation); held {
+	var classic int16
+	code, held := m.C.ClassicHeartbeat(group, memberID, instanceID, generation, func() {
+		classic = m.Coordinator.Heartbeat(ctx, group, memberID, instanceID, generation)
+	})
+	if held {
 		return code
 	}
-	return m.Coordinator.Heartbeat(ctx, group, memberID, instanceID, generation)
+	return classic
 }
 
 // Leave implements groups.Service.
 func (m Mixed) Leave(ctx context.Context, group string, ids []groups.LeaveIdentity) (int16, []int16) {
-	if codes, held := m.C.ClassicLeave(group, ids); held {
+	var top int16
+	var classic []int16
+	codes, held := m.C.ClassicLeave(group, ids, func() { top, classic = m.Coordinator.Leave(ctx, group, ids) })
+	if held {
 		return 0, codes
 	}
-	return m.Coordinator.Leave(ctx, group, ids)
+	return top, classic
 }

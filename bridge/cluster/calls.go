@@ -23,8 +23,25 @@ var joinCall = register(&call[groups.JoinParams, groups.JoinResult]{
 	params: joinParams, answer: joinResult,
 	code: func(a *groups.JoinResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.JoinParams) (groups.JoinResult, bool) {
-		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) { return c.ClassicJoin(*p) },
-			groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1})
+		loading := groups.JoinResult{Code: kerr.CoordinatorLoadInProgress.Code, MemberID: p.MemberID, Generation: -1}
+		// A consumer-protocol group is served without seeding a classic one;
+		// otherwise the group is seeded, then checked again with the classic
+		// join started under the same lock (classicPre).
+		if res, done := classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) { return c.ClassicJoin(*p, nil) },
+			loading); done || r.clocal == nil {
+			return res, done
+		}
+		if !r.ensureSeeded(ctx, p.Group, k) {
+			return loading, true
+		}
+		var wait func(context.Context) groups.JoinResult
+		res, done := classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.JoinResult, bool) {
+			return c.ClassicJoin(*p, func() { wait = r.local.StartJoin(*p) })
+		}, loading)
+		if wait != nil {
+			return wait(ctx), true
+		}
+		return res, done
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.JoinParams) groups.JoinResult {
 		return c.Join(ctx, *p)
@@ -46,8 +63,14 @@ var syncCall = register(&call[groups.SyncParams, groups.SyncResult]{
 	params: syncParams, answer: syncResult,
 	code: func(a *groups.SyncResult) int16 { return a.Code },
 	pre: func(ctx context.Context, r *Router, k int, p *groups.SyncParams) (groups.SyncResult, bool) {
-		return classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.SyncResult, bool) { return c.ClassicSync(*p) },
-			groups.SyncResult{Code: kerr.CoordinatorLoadInProgress.Code})
+		var wait func(context.Context) groups.SyncResult
+		res, done := classicPre(ctx, r, k, p.Group, func(c *cgroups.Coordinator) (groups.SyncResult, bool) {
+			return c.ClassicSync(*p, func() { wait = r.local.StartSync(*p) })
+		}, groups.SyncResult{Code: kerr.CoordinatorLoadInProgress.Code})
+		if wait != nil {
+			return wait(ctx), true
+		}
+		return res, done
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *groups.SyncParams) groups.SyncResult {
 		return c.Sync(ctx, *p)
@@ -69,8 +92,14 @@ var heartbeatCall = register(&call[memberReq, codeAnswer]{
 	code: func(a *codeAnswer) int16 { return a.code },
 	pre: func(ctx context.Context, r *Router, k int, p *memberReq) (codeAnswer, bool) {
 		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (codeAnswer, bool) {
-			code, held := c.ClassicHeartbeat(p.group, p.memberID, p.instanceID, p.generation)
-			return codeAnswer{code}, held
+			var classic int16
+			code, held := c.ClassicHeartbeat(p.group, p.memberID, p.instanceID, p.generation, func() {
+				classic = r.local.Heartbeat(ctx, p.group, p.memberID, p.instanceID, p.generation)
+			})
+			if !held {
+				code = classic
+			}
+			return codeAnswer{code}, true
 		}, codeAnswer{kerr.CoordinatorLoadInProgress.Code})
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *memberReq) codeAnswer {
@@ -91,8 +120,12 @@ var leaveCall = register(&call[leaveReq, leaveAnswer]{
 	code: func(a *leaveAnswer) int16 { return a.top },
 	pre: func(ctx context.Context, r *Router, k int, p *leaveReq) (leaveAnswer, bool) {
 		return classicPre(ctx, r, k, p.group, func(c *cgroups.Coordinator) (leaveAnswer, bool) {
-			codes, held := c.ClassicLeave(p.group, p.ids)
-			return leaveAnswer{0, codes}, held
+			var classic leaveAnswer
+			codes, held := c.ClassicLeave(p.group, p.ids, func() { classic.top, classic.codes = r.local.Leave(ctx, p.group, p.ids) })
+			if !held {
+				return classic, true
+			}
+			return leaveAnswer{0, codes}, true
 		}, leaveAnswer{kerr.CoordinatorLoadInProgress.Code, make([]int16, len(p.ids))})
 	},
 	local: func(ctx context.Context, c *groups.Coordinator, p *leaveReq) leaveAnswer {

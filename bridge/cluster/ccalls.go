@@ -181,8 +181,11 @@ func releasePre(ctx context.Context, r *Router, k int, group string) (busy, drop
 // classicPre serves at the owner a classic call (JoinGroup, SyncGroup,
 // Heartbeat, LeaveGroup) of a group the consumer protocol holds, the
 // group's persisted state loaded first and written after (cserve); done is
-// false when no consumer-protocol group with members holds the id (the
-// classic coordinator serves it; an empty one was dropped).
+// false when f says no consumer-protocol group with members holds the id
+// (an empty one was dropped). The calls' f hands the cgroups Classic*
+// method the classic coordinator's part of the call, which it runs under
+// the same lock when it does not serve the call itself (cgroups.Mixed):
+// a consumer-protocol member upgrading the group cannot come in between.
 func classicPre[R any](ctx context.Context, r *Router, k int, group string, f func(*cgroups.Coordinator) (R, bool), loading R) (res R, done bool) {
 	if r.clocal == nil {
 		return res, false

@@ -37,7 +37,9 @@ func TestConsumerCallBodies(t *testing.T) {
 	d := cgDescribeAnswer{found: true, d: cgroups.Description{Group: "g", State: "Stable", Epoch: 4, AssignmentEpoch: 4, Assignor: "uniform",
 		Members: []cgroups.MemberDescription{{MemberID: "m", InstanceID: &inst, MemberEpoch: 4, ClientID: "c", ClientHost: "/h",
 			SubscribedTopics: []string{"a"}, SubscribedRegex: &regex, Assignment: []cgroups.TP{{Topic: "a", Partition: 0}},
-			Target: []cgroups.TP{{Topic: "a", Partition: 0}}}}}}
+			Target: []cgroups.TP{{Topic: "a", Partition: 0}}},
+			{MemberID: "k", MemberEpoch: 4, ClientID: "c", ClientHost: "/h", SubscribedTopics: []string{"a"}, SubscribedRegex: new(string),
+				Assignment: []cgroups.TP{{Topic: "a", Partition: 1}}, Target: []cgroups.TP{{Topic: "a", Partition: 1}}, Classic: true}}}}
 	if got := roundTrip(t, cgDescribeBody, d); !reflect.DeepEqual(got, d) {
 		t.Fatalf("describe %+v", got)
 	}

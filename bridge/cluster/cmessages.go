@@ -140,6 +140,7 @@ func cgDescribeBody(w field, a *cgDescribeAnswer) {
 		w.nstr(&m.SubscribedRegex, "cg_describe.subscribed_regex")
 		tpList(w, &m.Assignment, "cg_describe.assignment")
 		tpList(w, &m.Target, "cg_describe.target")
+		w.boolean(&m.Classic, "cg_describe.classic") // ConsumerGroupDescribe v1 MemberType 0 (peer link version 4)
 	}
 }
 

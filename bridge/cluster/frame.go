@@ -41,7 +41,7 @@ const (
 	handshakeMaxFrame        = 4096
 	nonceSize                = 32
 	macSize                  = 32
-	protocolVersion   uint16 = 3 // 2: little-endian frames (codec/wire); 3: the OffsetCommit check of both protocols is kind 60 (kinds 22 and 24 gone)
+	protocolVersion   uint16 = 4 // 2: little-endian frames (codec/wire); 3: the OffsetCommit check of both protocols is kind 60 (kinds 22 and 24 gone); 4: cg_describe's members say whether they are classic
 )
 
 // frameMessage names the frame layer in decoding errors.

@@ -55,8 +55,21 @@ var _ Service = (*Coordinator)(nil)
 
 // Join implements Service.
 func (c *Coordinator) Join(ctx context.Context, p JoinParams) JoinResult {
+	return c.StartJoin(p)(ctx)
+}
+
+// StartJoin serves the JoinGroup up to the point where it is answered or
+// parked in the group, and returns the wait for its answer: the group's
+// state changes at once, the wait may be long (Join is both). A caller
+// that must decide which coordinator serves the call atomically with the
+// call (cgroups.Mixed) starts it under its own lock and waits outside.
+func (c *Coordinator) StartJoin(p JoinParams) func(context.Context) JoinResult {
 	reply := make(chan JoinResult, 1)
 	c.join(p, reply)
+	return func(ctx context.Context) JoinResult { return c.awaitJoin(ctx, p, reply) }
+}
+
+func (c *Coordinator) awaitJoin(ctx context.Context, p JoinParams, reply chan JoinResult) JoinResult {
 	select {
 	case r := <-reply:
 		return r
@@ -69,8 +82,17 @@ func (c *Coordinator) Join(ctx context.Context, p JoinParams) JoinResult {
 
 // Sync implements Service.
 func (c *Coordinator) Sync(ctx context.Context, p SyncParams) SyncResult {
+	return c.StartSync(p)(ctx)
+}
+
+// StartSync is StartJoin's SyncGroup.
+func (c *Coordinator) StartSync(p SyncParams) func(context.Context) SyncResult {
 	reply := make(chan SyncResult, 1)
 	c.sync(p, reply)
+	return func(ctx context.Context) SyncResult { return c.awaitSync(ctx, reply) }
+}
+
+func (c *Coordinator) awaitSync(ctx context.Context, reply chan SyncResult) SyncResult {
 	select {
 	case r := <-reply:
 		return r
