@@ -15,8 +15,9 @@ import (
 )
 
 // Decision-log snapshots (Config.SnapshotEvery). A snapshot is the whole
-// state of the coordinator (every id's last record) after the decision-log
-// records below an offset, Covers: a new owner that loads it and reads the
+// state of the coordinator (every id's last record that counts, and every
+// shard's current claim, fence.go) after the decision-log records below an
+// offset, Covers: a new owner that loads it and reads the
 // log from Covers on holds what it would after reading the log from 0.
 //
 // Snapshots live in their own one-partition topic beside the log,
@@ -24,8 +25,9 @@ import (
 // are unchanged and a log without snapshots (written before them, or with
 // snapshot_every 0) is read from 0. One snapshot is one SEND_MESSAGES of
 // consecutive messages: its chunks (version byte 2, snapshot id u64, the
-// JSON array of the state's records cut at snapChunk bytes), then its
-// trailer (version byte 3, JSON: id, covers, chunk count). A reader takes
+// state, a JSON object {"txns": records, "claims": claims}, cut at
+// snapChunk bytes), then its trailer (version byte 4, JSON: id, covers,
+// chunk count). A reader takes
 // the topic's last message; if it is a trailer whose chunks are the n
 // messages before it, it loads them, else it reads the log from 0 (a
 // snapshot is an optimisation, never needed for correctness).
@@ -34,13 +36,14 @@ import (
 // write a snapshot; one writes when it has read SnapshotEvery records past
 // the latest snapshot it knows (loaded, written, or seen at the topic's end
 // just before writing), in the background, from a copy of its state taken
-// right after a read of the log. Records it appended itself and applied
-// before reading them back are in the copy as well as after Covers:
-// records carry an id's whole state, so reading them again is harmless.
+// right after a read of the log. A coordinator applies its own records only
+// when it reads them back, so the copy holds exactly the records below
+// Covers. A snapshot of the format before claims (trailer version 3, a
+// JSON array) is not a snapshot to this reader: it reads the log from 0.
 
 const (
 	snapChunkVersion   = 2
-	snapTrailerVersion = 3
+	snapTrailerVersion = 4
 	// snapChunk is the most state bytes one snapshot message carries.
 	snapChunk = 1 << 20
 	// snapMaxBytes is the largest snapshot written (and the most chunks a
@@ -79,6 +82,13 @@ type snapTrailer struct {
 
 var errSnapshot = errors.New("txn: no usable snapshot")
 
+// snapContent is what a snapshot holds: every id's last record that counts
+// and every shard's current claim.
+type snapContent struct {
+	Txns   []*Txn     `json:"txns"`
+	Claims []ClaimRef `json:"claims"`
+}
+
 // loadSnapshot loads the latest snapshot before the first read of the log
 // (the caller holds syncMu); without one the log is read from 0.
 func (c *Coordinator) loadSnapshot(ctx context.Context) {
@@ -86,7 +96,7 @@ func (c *Coordinator) loadSnapshot(ctx context.Context) {
 		return
 	}
 	c.snap.loaded = true
-	tr, txns, err := c.readSnapshot(ctx)
+	tr, st, err := c.readSnapshot(ctx)
 	if err != nil {
 		if !errors.Is(err, errSnapshot) {
 			c.log.Warn().Err(err).Msg("transactions: reading the latest decision-log snapshot failed; reading the log from its start")
@@ -95,14 +105,17 @@ func (c *Coordinator) loadSnapshot(ctx context.Context) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.f.Next != 0 || len(c.txns) != 0 {
+	if c.f.Next != 0 || len(c.txns) != 0 || len(c.claims) != 0 {
 		return // the log was read meanwhile (never: syncMu is held)
 	}
-	for _, t := range txns {
-		c.applyLocked(t)
+	for _, t := range st.Txns {
+		c.txns[t.ID] = t // counted when it was read: its claim may have been superseded since
+	}
+	for _, cl := range st.Claims {
+		c.claims[cl.Shard] = cl
 	}
 	c.f.Next, c.snap.covers = tr.Covers, tr.Covers
-	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(txns)).Msg("transactions: loaded the decision log's snapshot")
+	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(st.Txns)).Int("claims", len(st.Claims)).Msg("transactions: loaded the decision log's snapshot")
 }
 
 // lastTrailer returns the snapshot topic's last message as a trailer and
@@ -144,11 +157,12 @@ func (c *Coordinator) lastTrailer(ctx context.Context) (snapTrailer, uint64, err
 	return tr, off, nil
 }
 
-// readSnapshot reads the latest snapshot: its trailer and its records.
-func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, []*Txn, error) {
+// readSnapshot reads the latest snapshot: its trailer and its state.
+func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, snapContent, error) {
+	var st snapContent
 	tr, off, err := c.lastTrailer(ctx)
 	if err != nil {
-		return tr, nil, err
+		return tr, st, err
 	}
 	var state []byte
 	next := uint64(0)
@@ -163,24 +177,23 @@ func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, []*Txn, er
 			next++
 		})
 		if err != nil {
-			return tr, nil, err
+			return tr, st, err
 		}
 	}
-	if int(next) != tr.Chunks {
-		return tr, nil, errSnapshot
+	if int(next) != tr.Chunks || json.Unmarshal(state, &st) != nil {
+		return tr, snapContent{}, errSnapshot
 	}
-	var txns []*Txn
-	if len(state) > 0 {
-		if err := json.Unmarshal(state, &txns); err != nil {
-			return tr, nil, errSnapshot
-		}
-	}
-	for _, t := range txns {
+	for _, t := range st.Txns {
 		if t == nil || t.ID == "" {
-			return tr, nil, errSnapshot
+			return tr, snapContent{}, errSnapshot
 		}
 	}
-	return tr, txns, nil
+	for _, cl := range st.Claims {
+		if cl.Token == 0 || cl.Epoch < 1 || cl.Shard < 0 {
+			return tr, snapContent{}, errSnapshot
+		}
+	}
+	return tr, st, nil
 }
 
 // maybeSnapshot starts writing a snapshot when SnapshotEvery records were
@@ -195,9 +208,12 @@ func (c *Coordinator) maybeSnapshot() {
 	if c.snap.running || c.f.Next < c.snap.covers+uint64(c.cfg.SnapshotEvery) {
 		return
 	}
-	txns := make([]*Txn, 0, len(c.txns))
+	st := snapContent{Txns: make([]*Txn, 0, len(c.txns)), Claims: make([]ClaimRef, 0, len(c.claims))}
 	for _, t := range c.txns {
-		txns = append(txns, t) // records in the map are never changed in place
+		st.Txns = append(st.Txns, t) // records in the map are never changed in place
+	}
+	for _, cl := range c.claims {
+		st.Claims = append(st.Claims, cl)
 	}
 	covers := c.f.Next
 	c.snap.running = true
@@ -206,7 +222,7 @@ func (c *Coordinator) maybeSnapshot() {
 		defer c.snap.writers.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		err := c.writeSnapshot(ctx, covers, txns)
+		err := c.writeSnapshot(ctx, covers, st)
 		c.mu.Lock()
 		c.snap.running = false
 		if err == nil && covers > c.snap.covers {
@@ -216,9 +232,9 @@ func (c *Coordinator) maybeSnapshot() {
 	}()
 }
 
-// writeSnapshot appends a snapshot of txns covering the log below covers,
+// writeSnapshot appends a snapshot of st covering the log below covers,
 // unless the topic's latest snapshot already covers as much.
-func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*Txn) error {
+func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, st snapContent) error {
 	ctx = iggy.Sidecar(ctx)
 	if tr, _, err := c.lastTrailer(ctx); err == nil && tr.Covers+uint64(c.cfg.SnapshotEvery) > covers {
 		c.mu.Lock()
@@ -228,12 +244,12 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		c.mu.Unlock()
 		return nil
 	}
-	state, err := json.Marshal(txns)
+	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	if len(state) > snapMaxBytes {
-		c.log.Warn().Int("bytes", len(state)).Int("ids", len(txns)).Int("max_bytes", snapMaxBytes).
+		c.log.Warn().Int("bytes", len(state)).Int("ids", len(st.Txns)).Int("max_bytes", snapMaxBytes).
 			Msg("transactions: the decision-log snapshot is too large to write; a new owner reads the log from the previous snapshot")
 		return errSnapshot
 	}
@@ -268,7 +284,7 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		state = state[n:]
 		chunks++
 	}
-	tb, _ := json.Marshal(snapTrailer{ID: id, Covers: covers, Chunks: chunks, IDs: len(txns)})
+	tb, _ := json.Marshal(snapTrailer{ID: id, Covers: covers, Chunks: chunks, IDs: len(st.Txns)})
 	if err := add(append([]byte{snapTrailerVersion}, tb...)); err != nil {
 		return err
 	}
@@ -279,6 +295,6 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		c.log.Warn().Err(err).Msg("transactions: writing a decision-log snapshot failed; retried after the next records")
 		return err
 	}
-	c.log.Debug().Uint64("covers", covers).Int("ids", len(txns)).Int("chunks", chunks).Msg("transactions: wrote a decision-log snapshot")
+	c.log.Debug().Uint64("covers", covers).Int("ids", len(st.Txns)).Int("chunks", chunks).Msg("transactions: wrote a decision-log snapshot")
 	return nil
 }

@@ -80,6 +80,13 @@ type Txn struct {
 	// carry when its v2 EndTxn ran the epoch out and moved ProducerID on to
 	// a new id (epoch 0); 0: ProducerID.
 	MarkPID int64 `json:"mp,omitempty"`
+	// Claim is the claim of the id's shard the record was written under
+	// (fence.go): the record counts only while that claim is the shard's
+	// current one. nil: written before claims, always counts.
+	Claim *ClaimRef `json:"c,omitempty"`
+	// Nonce tells the writer its own record apart when it reads the log
+	// back (fence.go); 0 in records written before claims.
+	Nonce uint64 `json:"w,omitempty"`
 }
 
 // markPID is the producer id of the current (or last) transaction's
@@ -117,6 +124,10 @@ func decodeTxn(p []byte) (*Txn, error) {
 // clone copies t, its slices too.
 func (t *Txn) clone() *Txn {
 	c := *t
+	if t.Claim != nil {
+		cl := *t.Claim
+		c.Claim = &cl
+	}
 	c.Parts = slices.Clone(t.Parts)
 	c.Groups = slices.Clone(t.Groups)
 	return &c
