@@ -45,8 +45,8 @@ type Config struct {
 	ProducerCheck time.Duration `koanf:"producer_check"`
 	// SnapshotEvery is how many decision-log records a coordinator reads
 	// between two snapshots it writes of the whole state (every id's
-	// producer id, epoch and transaction, and the log offset the snapshot
-	// covers) to the snapshot log beside the decision log (topic
+	// producer id, epoch and transaction, every shard's claim, and the log
+	// offset the snapshot covers) to the snapshot log beside the decision log (topic
 	// `<log>.snap`); a new owner loads the latest snapshot and reads only
 	// the records after it. 0 writes none (a log without snapshots is read
 	// from its first record). Default 1000.

@@ -4,7 +4,8 @@
 // partitions and groups in it. The state lives in Iggy, in an append-only
 // decision log (stream __kafka_iggy, one partition): every change appends the
 // id's whole state as one record, and a coordinator that reads the log to its
-// end knows every id's last state. Before each decision the coordinator reads
+// end knows every id's last state (that counts: claims of the log's shards
+// fence a deposed coordinator, fence.go). Before each decision the coordinator reads
 // the log to its end, so a sidecar that takes over a transactional id (an
 // ownership move, a restart after SIGKILL) starts from what the previous one
 // wrote; its sweep rolls PrepareCommit/PrepareAbort forward (the markers are
