@@ -219,7 +219,7 @@ var txnProducerCall = register(&call[txnReq, txn.View]{
 func (r *Router) WrapTxn(local *txn.Coordinator) txn.Service {
 	r.tlocal = local
 	local.SetLog(iggy.TopicRef{Stream: r.opts.Coordination.Stream, Topic: "txn." + r.opts.Coordination.Domain})
-	local.SetOwns(func(id string) bool { _, ok := r.owned(id); return ok })
+	local.SetOwns(func(id string) bool { _, ok := r.owned(id); return ok }, func(id string) int { return Shard(id, r.own.count()) })
 	return txnRouter{r}
 }
 

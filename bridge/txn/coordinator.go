@@ -45,9 +45,10 @@ type Config struct {
 	ProducerCheck time.Duration `koanf:"producer_check"`
 	// SnapshotEvery is how many decision-log records a coordinator reads
 	// between two snapshots it writes of the whole state (every id's
-	// producer id, epoch and transaction, and the log offset the snapshot
-	// covers) to the snapshot logs beside the decision log (topics
-	// `<log>.snap.0` and `.snap.1`, the two latest); a new owner loads the latest snapshot and reads only
+	// producer id, epoch and transaction, every shard's claim, and the log
+	// offset the snapshot covers) to the snapshot logs beside the decision
+	// log (topics `<log>.snap.0` and `.snap.1`, the two latest); a new owner
+	// loads the latest snapshot and reads only
 	// the records after it. 0 writes none (a log without snapshots is read
 	// from its first record). Default 1000.
 	SnapshotEvery int `koanf:"snapshot_every"`
@@ -132,9 +133,19 @@ type Coordinator struct {
 	log  zerolog.Logger
 	now  func() time.Time
 
-	mu   sync.Mutex // guards txns and f
+	mu   sync.Mutex // guards txns, f, claims, mine and verdicts
 	f    iggy.LogFollower
 	txns map[string]*Txn
+
+	// The claims of the decision log's shards (fence.go): each shard's
+	// current claim, this coordinator's own, and the outcome of the
+	// records it appended until it reads them back (by Txn.Nonce).
+	claims   map[int]ClaimRef
+	mine     map[int]ClaimRef
+	verdicts map[uint64]uint8
+	claimMu  sync.Mutex // one claim taken at a time
+	instance uint64     // names this coordinator in its claims
+	hook     func(point string, t *Txn)
 
 	syncMu sync.Mutex // one log read at a time
 	snap   snapState  // the snapshots (snapshot.go), guarded by mu
@@ -144,6 +155,7 @@ type Coordinator struct {
 
 	ownsMu sync.RWMutex
 	owns   func(id string) bool // nil: every id
+	shard  func(id string) int  // nil: shard 0
 
 	stop chan struct{}
 	done chan struct{}
@@ -159,18 +171,20 @@ func New(cfg Config, d Deps, log zerolog.Logger) *Coordinator {
 	if d.Log == (iggy.TopicRef{}) {
 		d.Log = DefaultLog
 	}
-	return &Coordinator{cfg: cfg, deps: d, log: log, now: time.Now, txns: map[string]*Txn{}, locks: map[string]*idLock{}}
+	return &Coordinator{cfg: cfg, deps: d, log: log, now: time.Now, txns: map[string]*Txn{}, locks: map[string]*idLock{},
+		claims: map[int]ClaimRef{}, mine: map[int]ClaimRef{}, verdicts: map[uint64]uint8{}, instance: nonce()}
 }
 
 // SetLog names the decision log (the cluster router: one per coordination
 // domain); call it before the coordinator is used.
 func (c *Coordinator) SetLog(ref iggy.TopicRef) { c.deps.Log = ref }
 
-// SetOwns restricts the sweep to the ids owns accepts (the cluster router:
-// the ids of the shards this sidecar owns).
-func (c *Coordinator) SetOwns(owns func(id string) bool) {
+// SetOwns restricts the sweep, and the claims of the decision log's shards
+// (fence.go), to the ids owns accepts (the cluster router: the ids of the
+// shards this sidecar owns); shard is an id's shard.
+func (c *Coordinator) SetOwns(owns func(id string) bool, shard func(id string) int) {
 	c.ownsMu.Lock()
-	c.owns = owns
+	c.owns, c.shard = owns, shard
 	c.ownsMu.Unlock()
 }
 
@@ -239,12 +253,7 @@ func (c *Coordinator) sync(ctx context.Context) error {
 	c.loadSnapshot(ctx)
 	_, err := c.f.Sync(ctx, c.deps.Client, logConsumer, c.deps.Log, 1000, &c.mu, func(p []byte) {
 		c.snap.read++
-		t, err := decodeTxn(p)
-		if err != nil {
-			c.log.Warn().Err(err).Msg("transactions: skipping a malformed decision-log record")
-			return
-		}
-		c.applyLocked(t)
+		c.applyRecordLocked(p)
 	})
 	if err == nil {
 		c.maybeSnapshot()
@@ -252,7 +261,21 @@ func (c *Coordinator) sync(ctx context.Context) error {
 	return err
 }
 
+// applyLocked applies transaction record t read from the log, unless it
+// is void (fence.go).
 func (c *Coordinator) applyLocked(t *Txn) {
+	valid := c.validLocked(t)
+	if _, mine := c.verdicts[t.Nonce]; mine && t.Nonce != 0 {
+		c.verdicts[t.Nonce] = verdictVoid
+		if valid {
+			c.verdicts[t.Nonce] = verdictApplied
+		}
+	}
+	if !valid {
+		c.log.Debug().Str("transactional_id", t.ID).Int("shard", t.Claim.Shard).Int32("claim_epoch", t.Claim.Epoch).
+			Msg("transactions: a decision-log record written under a superseded claim is void")
+		return
+	}
 	if t.State == Dead {
 		delete(c.txns, t.ID)
 		return
@@ -271,18 +294,6 @@ func (c *Coordinator) get(ctx context.Context, id string) (*Txn, error) {
 		return t.clone(), nil
 	}
 	return nil, nil
-}
-
-// put appends t to the decision log, then applies it.
-func (c *Coordinator) put(ctx context.Context, t *Txn) error {
-	t.UpdateMs = c.now().UnixMilli()
-	if err := c.f.Append(ctx, c.deps.Client, c.deps.Log, iggy.NeverExpire(), &c.mu, t.encode()); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.applyLocked(t.clone())
-	c.mu.Unlock()
-	return nil
 }
 
 // loadCode is the answer while Iggy cannot be read or written: retriable.
@@ -311,10 +322,12 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 		return fail(kerr.InvalidTransactionTimeout.Code)
 	}
 	defer c.lock(p.ID)()
-	t, err := c.get(ctx, p.ID)
+	t, cl, err := c.begin(ctx, p.ID)
 	if err != nil {
-		c.log.Warn().Err(err).Str("transactional_id", p.ID).Msg("transactions: reading the decision log failed")
-		return fail(loadCode)
+		if !errors.Is(err, errDeposed) {
+			c.log.Warn().Err(err).Str("transactional_id", p.ID).Msg("transactions: reading the decision log failed")
+		}
+		return fail(errCode(err, loadCode))
 	}
 	if t == nil {
 		if !c.admitNew(ctx, p.ID) {
@@ -326,8 +339,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 			return fail(loadCode)
 		}
 		t = &Txn{ID: p.ID, ProducerID: pid, Epoch: 0, State: Empty, StartMs: -1, TimeoutMs: p.TimeoutMs}
-		if err := c.put(ctx, t); err != nil {
-			return fail(loadCode)
+		if err := c.put(ctx, cl, t); err != nil {
+			return fail(errCode(err, loadCode))
 		}
 		return InitResult{ProducerID: t.ProducerID, Epoch: t.Epoch}
 	}
@@ -336,14 +349,14 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 	}
 	switch t.State {
 	case PrepareCommit, PrepareAbort:
-		if err := c.finish(ctx, t); err != nil {
-			return fail(kerr.ConcurrentTransactions.Code)
+		if err := c.finish(ctx, cl, t); err != nil {
+			return fail(errCode(err, kerr.ConcurrentTransactions.Code))
 		}
 	case Ongoing:
 		// A new instance of the producer: the old one's transaction is
 		// aborted (fenced: the epoch is bumped before the decision).
-		if err := c.decide(ctx, t, false, true, false); err != nil {
-			return fail(kerr.ConcurrentTransactions.Code)
+		if err := c.decide(ctx, cl, t, false, true, false); err != nil {
+			return fail(errCode(err, kerr.ConcurrentTransactions.Code))
 		}
 	}
 	t.TimeoutMs = p.TimeoutMs
@@ -358,8 +371,8 @@ func (c *Coordinator) InitProducerID(ctx context.Context, p InitParams) InitResu
 	}
 	t.State, t.Parts, t.Groups, t.StartMs = Empty, nil, nil, -1
 	t.Bumped, t.MarkPID = false, 0
-	if err := c.put(ctx, t); err != nil {
-		return fail(loadCode)
+	if err := c.put(ctx, cl, t); err != nil {
+		return fail(errCode(err, loadCode))
 	}
 	return InitResult{ProducerID: t.ProducerID, Epoch: t.Epoch}
 }
@@ -389,7 +402,7 @@ type AddResult struct {
 // none is open.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []Partition) AddResult {
 	defer c.lock(id)()
-	t, code := c.open(ctx, id, pid, epoch)
+	t, cl, code := c.open(ctx, id, pid, epoch)
 	if code != 0 {
 		return AddResult{Code: code}
 	}
@@ -401,8 +414,8 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	}
 	if len(t.Parts) != n || t.State != Ongoing {
 		t.State = Ongoing
-		if err := c.put(ctx, t); err != nil {
-			return AddResult{Code: loadCode}
+		if err := c.put(ctx, cl, t); err != nil {
+			return AddResult{Code: errCode(err, loadCode)}
 		}
 	}
 	return AddResult{Codes: make([]int16, len(parts)), Seq: t.Seq, MarkEpoch: t.MarkEpoch}
@@ -411,7 +424,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 // AddOffsets adds group to id's transaction (its offsets commit with it).
 func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) int16 {
 	defer c.lock(id)()
-	t, code := c.open(ctx, id, pid, epoch)
+	t, cl, code := c.open(ctx, id, pid, epoch)
 	if code != 0 {
 		return code
 	}
@@ -420,8 +433,8 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 			t.Groups = append(t.Groups, group)
 		}
 		t.State = Ongoing
-		if err := c.put(ctx, t); err != nil {
-			return loadCode
+		if err := c.put(ctx, cl, t); err != nil {
+			return errCode(err, loadCode)
 		}
 	}
 	return 0
@@ -429,19 +442,19 @@ func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoc
 
 // open checks the producer and returns id's state with a transaction open
 // in memory (a new one, with the next sequence, when none was); the caller
-// holds id's lock and puts it.
-func (c *Coordinator) open(ctx context.Context, id string, pid int64, epoch int16) (*Txn, int16) {
-	t, err := c.get(ctx, id)
+// holds id's lock and puts it under the claim returned.
+func (c *Coordinator) open(ctx context.Context, id string, pid int64, epoch int16) (*Txn, ClaimRef, int16) {
+	t, cl, err := c.begin(ctx, id)
 	if err != nil {
-		return nil, loadCode
+		return nil, cl, errCode(err, loadCode)
 	}
 	if code := check(t, pid, epoch); code != 0 {
-		return nil, code
+		return nil, cl, code
 	}
 	switch t.State {
 	case PrepareCommit, PrepareAbort:
-		if err := c.finish(ctx, t); err != nil {
-			return nil, kerr.ConcurrentTransactions.Code
+		if err := c.finish(ctx, cl, t); err != nil {
+			return nil, cl, errCode(err, kerr.ConcurrentTransactions.Code)
 		}
 		fallthrough
 	case Empty, CompleteCommit, CompleteAbort:
@@ -450,7 +463,7 @@ func (c *Coordinator) open(ctx context.Context, id string, pid int64, epoch int1
 		t.StartMs, t.MarkEpoch = c.now().UnixMilli(), t.Epoch
 		t.Bumped, t.MarkPID = false, 0
 	}
-	return t, 0
+	return t, cl, 0
 }
 
 // EndTxn commits or aborts id's transaction: the Prepare record is the
@@ -459,9 +472,9 @@ func (c *Coordinator) open(ctx context.Context, id string, pid int64, epoch int1
 // answers 0.
 func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
 	defer c.lock(id)()
-	t, err := c.get(ctx, id)
+	t, cl, err := c.begin(ctx, id)
 	if err != nil {
-		return loadCode
+		return errCode(err, loadCode)
 	}
 	if code := check(t, pid, epoch); code != 0 {
 		return code
@@ -471,13 +484,15 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 	}
 	switch {
 	case t.State == Ongoing:
-		if err := c.decide(ctx, t, commit, false, false); err != nil && t.State == Ongoing {
-			return loadCode
+		// The answer is 0 once the decision counts (its record was read
+		// back applied), whatever happens to its markers.
+		if err := c.decide(ctx, cl, t, commit, false, false); err != nil && t.State == Ongoing {
+			return errCode(err, loadCode)
 		}
 		return 0
 	case same(PrepareCommit, CompleteCommit):
 		if t.State == PrepareCommit || t.State == PrepareAbort {
-			_ = c.finish(ctx, t) // the decision stands; the sweep retries
+			_ = c.finish(ctx, cl, t) // the decision stands; the sweep retries
 		}
 		return 0
 	}
@@ -486,9 +501,10 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 
 // decide appends t's decision (fencing: the epoch is bumped first; v2:
 // the epoch moves on for the producer's next transaction, v2.go), then
-// finishes it. An error before the decision leaves t Ongoing; after it,
-// t is Prepare* and the sweep finishes it.
-func (c *Coordinator) decide(ctx context.Context, t *Txn, commit, fence, v2 bool) error {
+// finishes it. An error before the decision counts (also: the decision
+// record was void, errDeposed: no marker is written) leaves t Ongoing;
+// after it, t is Prepare* and the sweep finishes it.
+func (c *Coordinator) decide(ctx context.Context, cl ClaimRef, t *Txn, commit, fence, v2 bool) error {
 	d := t.clone()
 	d.State = PrepareAbort
 	if commit {
@@ -501,24 +517,25 @@ func (c *Coordinator) decide(ctx context.Context, t *Txn, commit, fence, v2 bool
 			return err
 		}
 	}
-	if err := c.put(ctx, d); err != nil {
+	if err := c.put(ctx, cl, d); err != nil {
 		return err
 	}
 	*t = *d
-	return c.finish(ctx, t)
+	return c.finish(ctx, cl, t)
 }
 
 // finish writes the markers of t's decided transaction, resolves its
-// groups' offsets and appends Complete*. Idempotent: run again after a
-// failure or by a new owner.
-func (c *Coordinator) finish(ctx context.Context, t *Txn) error {
+// groups' offsets and appends Complete*, under claim cl (the markers carry
+// its epoch). Idempotent: run again after a failure or by a new owner.
+// The caller read t's decision as counting under cl.
+func (c *Coordinator) finish(ctx context.Context, cl ClaimRef, t *Txn) error {
 	commit := t.State == PrepareCommit
 	ctl := records.ControlAbort
 	if commit {
 		ctl = records.ControlCommit
 	}
 	mark := records.TxnMark{ProducerID: t.markPID(), Epoch: t.MarkEpoch, Seq: t.Seq}
-	hdrs := records.AppendTxnMarkerHeaders(nil, ctl, mark, 0)
+	hdrs := records.AppendTxnMarkerHeaders(nil, ctl, mark, cl.Epoch)
 	for _, p := range t.Parts {
 		msgs := c.deps.Client.NewMessages()
 		var d records.Decoder
@@ -554,7 +571,7 @@ func (c *Coordinator) finish(ctx context.Context, t *Txn) error {
 		d.State = CompleteCommit
 	}
 	d.Parts, d.Groups, d.StartMs = nil, nil, -1
-	if err := c.put(ctx, d); err != nil {
+	if err := c.put(ctx, cl, d); err != nil {
 		return err
 	}
 	*t = *d
@@ -592,22 +609,22 @@ func (c *Coordinator) Sweep(ctx context.Context) {
 
 func (c *Coordinator) sweepOne(ctx context.Context, id string, now int64) {
 	defer c.lock(id)()
-	t, err := c.get(ctx, id)
+	t, cl, err := c.begin(ctx, id)
 	if err != nil || t == nil {
 		return
 	}
 	switch {
 	case t.State == PrepareCommit || t.State == PrepareAbort:
-		if err := c.finish(ctx, t); err == nil {
+		if err := c.finish(ctx, cl, t); err == nil {
 			c.log.Info().Str("transactional_id", id).Str("state", t.State.String()).Msg("transactions: finished a decided transaction")
 		}
 	case t.State == Ongoing && now-t.StartMs > int64(t.TimeoutMs):
-		if err := c.decide(ctx, t, false, true, false); err == nil {
+		if err := c.decide(ctx, cl, t, false, true, false); err == nil {
 			c.log.Info().Str("transactional_id", id).Int64("producer_id", t.ProducerID).Msg("transactions: aborted a transaction past its timeout")
 		}
 	case t.State != Ongoing && now-t.UpdateMs > c.cfg.IDExpiration.Milliseconds():
 		t.State = Dead
-		_ = c.put(ctx, t)
+		_ = c.put(ctx, cl, t)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // iggyFor starts an embedded Iggy server and a client of it with topic
 // kafka/<topic> of n partitions.
-func iggyFor(t *testing.T, topic string, n uint32) *iggy.Client {
+func iggyFor(t testing.TB, topic string, n uint32) *iggy.Client {
 	t.Helper()
 	srv := embedtest.Start(t, "127.0.0.1:0", nil)
 	cfg := iggy.DefaultConfig()

@@ -16,8 +16,9 @@ import (
 )
 
 // Decision-log snapshots (Config.SnapshotEvery). A snapshot is the whole
-// state of the coordinator (every id's last record) after the decision-log
-// records below an offset, Covers: a new owner that loads it and reads the
+// state of the coordinator (every id's last record that counts, and every
+// shard's current claim, fence.go) after the decision-log records below an
+// offset, Covers: a new owner that loads it and reads the
 // log from Covers on holds what it would after reading the log from 0.
 //
 // Snapshots live in two one-partition topics beside the log, the slots
@@ -25,12 +26,12 @@ import (
 // log's records are unchanged and a log without snapshots (written before
 // them, or with snapshot_every 0) is read from 0. One snapshot is one
 // SEND_MESSAGES of consecutive messages: its chunks (version byte 2,
-// snapshot id u64, the JSON array of the state's records cut at snapChunk
-// bytes), then its trailer (version byte 3, JSON: id, covers, chunk count).
-// A reader takes each slot's last message; if it is a trailer whose chunks
-// are the n messages before it, that slot holds a snapshot; it loads the
-// one covering more, else it reads the log from 0 (a snapshot is an
-// optimisation, never needed for correctness).
+// snapshot id u64, the state, a JSON object {"txns": records, "claims":
+// claims}, cut at snapChunk bytes), then its trailer (version byte 4,
+// JSON: id, covers, chunk count). A reader takes each slot's last message;
+// if it is a trailer whose chunks are the n messages before it, that slot
+// holds a snapshot; it loads the one covering more, else it reads the log
+// from 0 (a snapshot is an optimisation, never needed for correctness).
 //
 // A writer deletes and re-creates the slot that does not hold the latest
 // snapshot, then writes there: the latest snapshot stays readable while
@@ -43,13 +44,14 @@ import (
 // write a snapshot; one writes when it has read SnapshotEvery records past
 // the latest snapshot it knows (loaded, written, or seen at the topic's end
 // just before writing), in the background, from a copy of its state taken
-// right after a read of the log. Records it appended itself and applied
-// before reading them back are in the copy as well as after Covers:
-// records carry an id's whole state, so reading them again is harmless.
+// right after a read of the log. A coordinator applies its own records only
+// when it reads them back, so the copy holds exactly the records below
+// Covers. A snapshot of the format before claims (trailer version 3, a
+// JSON array) is not a snapshot to this reader: it reads the log from 0.
 
 const (
 	snapChunkVersion   = 2
-	snapTrailerVersion = 3
+	snapTrailerVersion = 4
 	// snapChunk is the most state bytes one snapshot message carries.
 	snapChunk = 1 << 20
 	// snapMaxBytes is the largest snapshot written (and the most chunks a
@@ -119,6 +121,13 @@ type snapTrailer struct {
 
 var errSnapshot = errors.New("txn: no usable snapshot")
 
+// snapContent is what a snapshot holds: every id's last record that counts
+// and every shard's current claim.
+type snapContent struct {
+	Txns   []*Txn     `json:"txns"`
+	Claims []ClaimRef `json:"claims"`
+}
+
 // loadSnapshot loads the latest snapshot before the first read of the log
 // (the caller holds syncMu); without one the log is read from 0.
 func (c *Coordinator) loadSnapshot(ctx context.Context) {
@@ -126,7 +135,7 @@ func (c *Coordinator) loadSnapshot(ctx context.Context) {
 		return
 	}
 	c.snap.loaded = true
-	tr, txns, err := c.readSnapshot(ctx)
+	tr, st, err := c.readSnapshot(ctx)
 	if err != nil {
 		if !errors.Is(err, errSnapshot) {
 			c.log.Warn().Err(err).Msg("transactions: reading the latest decision-log snapshot failed; reading the log from its start")
@@ -135,14 +144,17 @@ func (c *Coordinator) loadSnapshot(ctx context.Context) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.f.Next != 0 || len(c.txns) != 0 {
+	if c.f.Next != 0 || len(c.txns) != 0 || len(c.claims) != 0 {
 		return // the log was read meanwhile (never: syncMu is held)
 	}
-	for _, t := range txns {
-		c.applyLocked(t)
+	for _, t := range st.Txns {
+		c.txns[t.ID] = t // counted when it was read: its claim may have been superseded since
+	}
+	for _, cl := range st.Claims {
+		c.claims[cl.Shard] = cl
 	}
 	c.f.Next, c.snap.covers = tr.Covers, tr.Covers
-	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(txns)).Msg("transactions: loaded the decision log's snapshot")
+	c.log.Info().Uint64("covers", tr.Covers).Int("ids", len(st.Txns)).Int("claims", len(st.Claims)).Msg("transactions: loaded the decision log's snapshot")
 }
 
 // lastTrailer returns the last message of a slot's snapshot topic as a
@@ -184,27 +196,29 @@ func (c *Coordinator) lastTrailer(ctx context.Context, slot int) (snapTrailer, u
 	return tr, off, nil
 }
 
-// readSnapshot reads the latest snapshot: its trailer and its records. A
+// readSnapshot reads the latest snapshot: its trailer and its state. A
 // slot whose snapshot cannot be read (torn, deleted meanwhile) gives way
 // to the other.
-func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, []*Txn, error) {
+func (c *Coordinator) readSnapshot(ctx context.Context) (snapTrailer, snapContent, error) {
+	var st snapContent
 	slot, tr, off, err := c.latestTrailer(ctx)
 	if err != nil {
-		return tr, nil, err
+		return tr, st, err
 	}
-	tr2, txns, err := c.readSlot(ctx, slot, tr, off)
+	tr2, st, err := c.readSlot(ctx, slot, tr, off)
 	if err == nil {
-		return tr2, txns, nil
+		return tr2, st, nil
 	}
 	other := 1 - slot
 	if tr, off, err2 := c.lastTrailer(ctx, other); err2 == nil {
 		return c.readSlot(ctx, other, tr, off)
 	}
-	return tr2, nil, err
+	return tr2, st, err
 }
 
 // readSlot reads the snapshot of a slot whose trailer tr is at offset off.
-func (c *Coordinator) readSlot(ctx context.Context, slot int, tr snapTrailer, off uint64) (snapTrailer, []*Txn, error) {
+func (c *Coordinator) readSlot(ctx context.Context, slot int, tr snapTrailer, off uint64) (snapTrailer, snapContent, error) {
+	var st snapContent
 	var state []byte
 	next := uint64(0)
 	var err error
@@ -219,24 +233,23 @@ func (c *Coordinator) readSlot(ctx context.Context, slot int, tr snapTrailer, of
 			next++
 		})
 		if err != nil {
-			return tr, nil, err
+			return tr, st, err
 		}
 	}
-	if int(next) != tr.Chunks {
-		return tr, nil, errSnapshot
+	if int(next) != tr.Chunks || json.Unmarshal(state, &st) != nil {
+		return tr, snapContent{}, errSnapshot
 	}
-	var txns []*Txn
-	if len(state) > 0 {
-		if err := json.Unmarshal(state, &txns); err != nil {
-			return tr, nil, errSnapshot
-		}
-	}
-	for _, t := range txns {
+	for _, t := range st.Txns {
 		if t == nil || t.ID == "" {
-			return tr, nil, errSnapshot
+			return tr, snapContent{}, errSnapshot
 		}
 	}
-	return tr, txns, nil
+	for _, cl := range st.Claims {
+		if cl.Token == 0 || cl.Epoch < 1 || cl.Shard < 0 {
+			return tr, snapContent{}, errSnapshot
+		}
+	}
+	return tr, st, nil
 }
 
 // maybeSnapshot starts writing a snapshot when SnapshotEvery records were
@@ -251,9 +264,12 @@ func (c *Coordinator) maybeSnapshot() {
 	if c.snap.running || c.f.Next < c.snap.covers+uint64(c.cfg.SnapshotEvery) {
 		return
 	}
-	txns := make([]*Txn, 0, len(c.txns))
+	st := snapContent{Txns: make([]*Txn, 0, len(c.txns)), Claims: make([]ClaimRef, 0, len(c.claims))}
 	for _, t := range c.txns {
-		txns = append(txns, t) // records in the map are never changed in place
+		st.Txns = append(st.Txns, t) // records in the map are never changed in place
+	}
+	for _, cl := range c.claims {
+		st.Claims = append(st.Claims, cl)
 	}
 	covers := c.f.Next
 	c.snap.running = true
@@ -262,7 +278,7 @@ func (c *Coordinator) maybeSnapshot() {
 		defer c.snap.writers.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		err := c.writeSnapshot(ctx, covers, txns)
+		err := c.writeSnapshot(ctx, covers, st)
 		c.mu.Lock()
 		c.snap.running = false
 		if err == nil && covers > c.snap.covers {
@@ -275,10 +291,10 @@ func (c *Coordinator) maybeSnapshot() {
 	}()
 }
 
-// writeSnapshot writes a snapshot of txns covering the log below covers to
+// writeSnapshot writes a snapshot of st covering the log below covers to
 // the slot not holding the latest snapshot (deleted and created again
 // first), unless the latest snapshot already covers as much.
-func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*Txn) error {
+func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, st snapContent) error {
 	ctx = iggy.Sidecar(ctx)
 	slot, tr, _, err := c.latestTrailer(ctx)
 	if err != nil && !errors.Is(err, errSnapshot) {
@@ -292,12 +308,12 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		c.mu.Unlock()
 		return nil
 	}
-	state, err := json.Marshal(txns)
+	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	if len(state) > snapMaxBytes {
-		c.log.Warn().Int("bytes", len(state)).Int("ids", len(txns)).Int("max_bytes", snapMaxBytes).
+		c.log.Warn().Int("bytes", len(state)).Int("ids", len(st.Txns)).Int("max_bytes", snapMaxBytes).
 			Msg("transactions: the decision-log snapshot is too large to write; a new owner reads the log from the previous snapshot")
 		return errSnapshot
 	}
@@ -338,7 +354,7 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		state = state[n:]
 		chunks++
 	}
-	tb, _ := json.Marshal(snapTrailer{ID: id, Covers: covers, Chunks: chunks, IDs: len(txns)})
+	tb, _ := json.Marshal(snapTrailer{ID: id, Covers: covers, Chunks: chunks, IDs: len(st.Txns)})
 	if err := add(append([]byte{snapTrailerVersion}, tb...)); err != nil {
 		return err
 	}
@@ -346,6 +362,6 @@ func (c *Coordinator) writeSnapshot(ctx context.Context, covers uint64, txns []*
 		c.log.Warn().Err(err).Msg("transactions: writing a decision-log snapshot failed; retried after the next records")
 		return err
 	}
-	c.log.Debug().Uint64("covers", covers).Int("ids", len(txns)).Int("chunks", chunks).Msg("transactions: wrote a decision-log snapshot")
+	c.log.Debug().Uint64("covers", covers).Int("ids", len(st.Txns)).Int("chunks", chunks).Msg("transactions: wrote a decision-log snapshot")
 	return nil
 }

@@ -2,6 +2,8 @@ package txn
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	icodec "github.com/kafka-iggy/kafka-iggy/codec/iggy"
+	"github.com/kafka-iggy/kafka-iggy/codec/records"
 )
 
 // TestSnapshotRecovery: a coordinator with snapshot_every 50 runs 300
@@ -137,5 +140,46 @@ func checkSnapshotsPruned(t *testing.T, c1 *Coordinator) {
 		}
 		c1.deps.Client.InvalidateTopic(ref)
 		recovered([]string{"the latest snapshot deleted", "both snapshots deleted"}[i])
+	}
+}
+
+// TestSnapshotOldFormat: a snapshot of the format before claims (trailer
+// version 3, the state a JSON array) is no snapshot to a coordinator that
+// fences with claims: it reads the decision log from 0 and holds the full
+// replay's state.
+func TestSnapshotOldFormat(t *testing.T) {
+	cl := iggyFor(t, "so", 1)
+	ref := func(topic string) iggy.TopicRef { return iggy.TopicRef{Stream: "kafka", Topic: topic} }
+	var ids pids
+	cfg := DefaultConfig()
+	cfg.SnapshotEvery = 0
+	ctx := context.Background()
+	deps := Deps{Client: cl, Ref: ref, NewProducerID: ids.next}
+	c1 := New(cfg, deps, zerolog.Nop())
+	r := c1.InitProducerID(ctx, InitParams{ID: "o", TimeoutMs: 60000, ProducerID: -1, Epoch: -1})
+	if r.Code != 0 {
+		t.Fatal(r)
+	}
+	// An old-format snapshot covering the whole log, with a wrong state.
+	snap := c1.snapLog(0)
+	if _, err := cl.CreateTopic(ctx, snap, 1, iggy.NeverExpire()); err != nil {
+		t.Fatal(err)
+	}
+	msgs := cl.NewMessages()
+	var d records.Decoder
+	chunk := binary.LittleEndian.AppendUint64([]byte{snapChunkVersion}, 7)
+	chunk = append(chunk, `[{"id":"o","pid":5,"e":9,"s":0,"st":-1}]`...)
+	tr, _ := json.Marshal(snapTrailer{ID: 7, Covers: c1.f.Next, Chunks: 1, IDs: 1})
+	for _, p := range [][]byte{chunk, append([]byte{3}, tr...)} {
+		if err := msgs.Add(d.NewID(), 1, p, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.Send(ctx, snap, 0, msgs); err != nil {
+		t.Fatal(err)
+	}
+	c2 := New(cfg, deps, zerolog.Nop())
+	if got := c2.Describe(ctx, "o"); got.Code != 0 || got.ProducerID != r.ProducerID || got.Epoch != r.Epoch || c2.snap.covers != 0 {
+		t.Fatalf("after an old-format snapshot: %+v (covers %d), want producer %d epoch %d read from the log", got, c2.snap.covers, r.ProducerID, r.Epoch)
 	}
 }

@@ -4,7 +4,8 @@
 // partitions and groups in it. The state lives in Iggy, in an append-only
 // decision log (stream __kafka_iggy, one partition): every change appends the
 // id's whole state as one record, and a coordinator that reads the log to its
-// end knows every id's last state. Before each decision the coordinator reads
+// end knows every id's last state (that counts: claims of the log's shards
+// fence a deposed coordinator, fence.go). Before each decision the coordinator reads
 // the log to its end, so a sidecar that takes over a transactional id (an
 // ownership move, a restart after SIGKILL) starts from what the previous one
 // wrote; its sweep rolls PrepareCommit/PrepareAbort forward (the markers are
@@ -80,6 +81,13 @@ type Txn struct {
 	// carry when its v2 EndTxn ran the epoch out and moved ProducerID on to
 	// a new id (epoch 0); 0: ProducerID.
 	MarkPID int64 `json:"mp,omitempty"`
+	// Claim is the claim of the id's shard the record was written under
+	// (fence.go): the record counts only while that claim is the shard's
+	// current one. nil: written before claims, always counts.
+	Claim *ClaimRef `json:"c,omitempty"`
+	// Nonce tells the writer its own record apart when it reads the log
+	// back (fence.go); 0 in records written before claims.
+	Nonce uint64 `json:"w,omitempty"`
 }
 
 // markPID is the producer id of the current (or last) transaction's
@@ -117,6 +125,10 @@ func decodeTxn(p []byte) (*Txn, error) {
 // clone copies t, its slices too.
 func (t *Txn) clone() *Txn {
 	c := *t
+	if t.Claim != nil {
+		cl := *t.Claim
+		c.Claim = &cl
+	}
 	c.Parts = slices.Clone(t.Parts)
 	c.Groups = slices.Clone(t.Groups)
 	return &c

@@ -82,9 +82,9 @@ func (c *Coordinator) bump(ctx context.Context, d *Txn) error {
 func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch int16, commit bool) EndResult {
 	fail := func(code int16) EndResult { return EndResult{Code: code, ProducerID: -1, Epoch: -1} }
 	defer c.lock(id)()
-	t, err := c.get(ctx, id)
+	t, cl, err := c.begin(ctx, id)
 	if err != nil {
-		return fail(loadCode)
+		return fail(errCode(err, loadCode))
 	}
 	if t == nil {
 		return fail(kerr.InvalidProducerIDMapping.Code)
@@ -101,7 +101,7 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch 
 			return fail(kerr.InvalidTxnState.Code)
 		}
 		if t.State == PrepareCommit || t.State == PrepareAbort {
-			_ = c.finish(ctx, t) // the decision stands; the sweep retries
+			_ = c.finish(ctx, cl, t) // the decision stands; the sweep retries
 		}
 		return ok()
 	}
@@ -110,8 +110,8 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch 
 	}
 	switch t.State {
 	case Ongoing:
-		if err := c.decide(ctx, t, commit, false, true); err != nil && t.State == Ongoing {
-			return fail(loadCode)
+		if err := c.decide(ctx, cl, t, commit, false, true); err != nil && t.State == Ongoing {
+			return fail(errCode(err, loadCode))
 		}
 		return ok()
 	case PrepareCommit, PrepareAbort:
@@ -120,7 +120,7 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch 
 		if !decided(PrepareCommit) {
 			return fail(kerr.InvalidTxnState.Code)
 		}
-		_ = c.finish(ctx, t)
+		_ = c.finish(ctx, cl, t)
 		return ok()
 	case CompleteCommit, CompleteAbort:
 		if !t.Bumped && decided(PrepareCommit) { // a retry of a v1 EndTxn
@@ -136,8 +136,8 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, pid int64, epoch 
 	if err := c.bump(ctx, d); err != nil {
 		return fail(loadCode)
 	}
-	if err := c.put(ctx, d); err != nil {
-		return fail(loadCode)
+	if err := c.put(ctx, cl, d); err != nil {
+		return fail(errCode(err, loadCode))
 	}
 	*t = *d
 	return ok()

@@ -29,7 +29,11 @@ func TestEndTxnV2EpochOverflow(t *testing.T) {
 	}
 	old := init.ProducerID
 	// The producer has run 32766 transactions.
-	if err := c.put(ctx, &Txn{ID: "o", ProducerID: old, Epoch: 32766, State: CompleteCommit, Seq: 5, TimeoutMs: 60000, StartMs: -1, MarkEpoch: 32765, Bumped: true}); err != nil {
+	claim, err := c.hold(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.put(ctx, claim, &Txn{ID: "o", ProducerID: old, Epoch: 32766, State: CompleteCommit, Seq: 5, TimeoutMs: 60000, StartMs: -1, MarkEpoch: 32765, Bumped: true}); err != nil {
 		t.Fatal(err)
 	}
 	if r := c.AddPartitions(ctx, "o", old, 32766, []Partition{{"ov", 0}}); r.Code != 0 || r.Seq != 6 || r.MarkEpoch != 32766 {
