@@ -87,8 +87,7 @@ func TestTxnOffsetsAcrossSidecars(t *testing.T) {
 		}
 		tc := kmsg.NewPtrTxnOffsetCommitRequest()
 		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, group, pid, epoch, -1
-		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic = topic
+		rt := txnCommitTopic(ctx, t, client(0), topic)
 		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 		rp.Offset = offset
 		rt.Partitions = append(rt.Partitions, rp)
@@ -136,11 +135,28 @@ func TestTxnOffsetsAcrossSidecars(t *testing.T) {
 	}
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
 	tc.TransactionalID, tc.Group, tc.ProducerID, tc.MemberID, tc.Generation = id, unknown, 1<<62|5, "ghost", 3
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt := txnCommitTopic(ctx, t, client(0), topic)
 	rt.Partitions = append(rt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 	tc.Topics = append(tc.Topics, rt)
 	if r, err := tc.RequestWith(ctx, client(0)); err != nil || (r.Topics[0].Partitions[0].ErrorCode != 25 && r.Topics[0].Partitions[0].ErrorCode != 22) {
 		t.Fatalf("a member's commit for unknown group %s: %+v %v, want UNKNOWN_MEMBER_ID (25) or ILLEGAL_GENERATION (22)", unknown, r, err)
 	}
+}
+
+// txnCommitTopic is a TxnOffsetCommit topic as a client sends it: by name
+// up to v5, by the topic id from Metadata from v6 (KIP-1319), whichever
+// version the client negotiates.
+func txnCommitTopic(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) kmsg.TxnOffsetCommitRequestTopic {
+	t.Helper()
+	md := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	md.Topics = append(md.Topics, mt)
+	r, err := md.RequestWith(ctx, cl)
+	if err != nil || len(r.Topics) != 1 || r.Topics[0].ErrorCode != 0 {
+		t.Fatalf("metadata of %s: %+v %v", topic, r, err)
+	}
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = topic, r.Topics[0].TopicID
+	return rt
 }

@@ -105,8 +105,7 @@ func testTxnOffsetsOwnerKill(t *testing.T, commit bool) {
 	}
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
 	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, group, pid, epoch, -1
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = topic
+	rt := txnCommitTopic(ctx, t, reader, topic)
 	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 	rp.Offset = 3
 	rt.Partitions = append(rt.Partitions, rp)
@@ -211,8 +210,7 @@ func TestTxnOffsetsSurviveLoneSidecarKill(t *testing.T) {
 			}
 			tc := kmsg.NewPtrTxnOffsetCommitRequest()
 			tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch, tc.Generation = id, group, pid, epoch, -1
-			rt := kmsg.NewTxnOffsetCommitRequestTopic()
-			rt.Topic = topic
+			rt := txnCommitTopic(ctx, t, prod, topic)
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Offset = 1
 			rt.Partitions = append(rt.Partitions, rp)
