@@ -422,7 +422,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		}
 		limit := max(min(p.maxBytes, respMax-len(buf.B)), 0)
 		var r fetchread.Result
-		buf.B, r = f.readPartition(ctx, rq, p, buf.B, limit, res.PollRoom(), first)
+		buf.B, r = f.readPartition(ctx, rq, p, buf.B, limit, first)
 		p.end = len(buf.B)
 		if r.Code != 0 {
 			setFetchError(rp, r.Code)
@@ -510,8 +510,8 @@ func setFetchError(rp *kmsg.FetchResponseTopicPartition, code int16) {
 // readPartition reads one partition (bridge/fetchread): the DeleteRecords
 // log start and the timestamp type from the topic-config store, and at
 // read_committed the last stable offset (bridge/txnread) as the stop.
-func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, dst []byte, limit, pollRoom int, atLeastOne bool) ([]byte, fetchread.Result) {
-	in := fetchread.Part{Topic: p.topic, Partition: p.partition, Info: p.info, Offset: p.offset, Version: rq.Version, PollRoom: pollRoom, ConnID: rq.ConnID, CorrID: rq.CorrID}
+func (f *fetcher) readPartition(ctx context.Context, rq *Request, p *fetchPart, dst []byte, limit int, atLeastOne bool) ([]byte, fetchread.Result) {
+	in := fetchread.Part{Topic: p.topic, Partition: p.partition, Info: p.info, Offset: p.offset, Version: rq.Version, ConnID: rq.ConnID, CorrID: rq.CorrID}
 	if p.offset >= 0 {
 		in.StoreStart, in.LogAppendTime = f.b.store.LogStart(ctx, p.info, p.partition), f.b.store.LogAppendTime(ctx, p.info)
 	}

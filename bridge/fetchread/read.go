@@ -1,7 +1,5 @@
 // Package fetchread reads one partition for Fetch: the polls of Iggy
-// (their message count sized from the Kafka bytes a message of the
-// partition became, their reply bound by the budget's poll room at the
-// Iggy bytes it takes), the record batches
+// (sized from the partition's average message size), the record batches
 // they become (codec/records), the high watermark and log start offset,
 // and where the read stops (byte limits, read_committed's last stable
 // offset). It takes the poll and first-offset reads as funcs and a logger;
@@ -80,7 +78,6 @@ type Part struct {
 	StopBefore    int64
 	Drop          func(records.TxnMark, uint64) bool // read_committed: records.BatchWriter.Drop
 	Version       int16                              // the Fetch version (v0-v3: message sets)
-	PollRoom      int                                // the bytes one poll's reply may take (Reserve.PollRoom; 0: MaxPollBytes)
 	ConnID        uint64
 	CorrID        int32
 }
@@ -148,16 +145,12 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 	next := uint64(p.Offset)
 	remaining := limit
 	hw := int64(-1)
-	avg, kavg := st.avg, st.kavg
+	avg := st.avg
 	if avg == 0 {
 		avg = topicAvgMessageSize(p.Info, p.Partition)
 	}
-	room := p.PollRoom
-	if room <= 0 {
-		room = MaxPollBytes
-	}
 	for poll := 0; poll < maxPolls; poll++ {
-		count := PollCount(remaining, kavg, avg, room, atLeastOne && !r.Records)
+		count := PollCount(remaining, avg, atLeastOne && !r.Records)
 		if w.Stop && next >= w.StopBefore {
 			count = 0 // at the last stable offset: only the offsets
 		}
@@ -232,9 +225,6 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 		r.Txn = r.Txn || stats.Txn
 		if stats.Consumed {
 			r.Upto = int64(stats.NextOffset)
-			if n := stats.NextOffset - next; n > 0 && len(dst) > before {
-				kavg = max((len(dst)-before)/int(n), 1)
-			}
 		}
 		remaining -= len(dst) - before
 		r.Cut = r.Cut || stats.Full || (remaining <= 0 && hw > int64(stats.NextOffset))
@@ -248,7 +238,7 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 		}
 		next = stats.NextOffset
 	}
-	f.parts.setAvg(key, avg, kavg)
+	f.parts.setAvg(key, avg)
 	if p.Version < 4 && len(dst) > begin {
 		// Fetch v0-v3 clients read message sets, not record batches.
 		magic := int8(1)
@@ -320,16 +310,10 @@ func (f *Reader) poll(ctx context.Context, ref iggy.TopicRef, partition int32, k
 }
 
 // PollCount is the message count of the next poll: what remaining
-// response bytes should hold at kavg Kafka bytes per message (what a
-// message of the partition became; 0 = unknown: avg stands in), no more
-// than a reply of room bytes holds at avg Iggy bytes per message (0 =
-// both unknown: a small probe), at least one when a record must go in
-// anyway, 0 (a poll that only reads the partition's offsets) when nothing
-// fits. Sized from the Iggy bytes alone, a poll of small records brings
-// a fraction of what the response holds (an Iggy message carries a
-// 64-byte header and the Kafka record's fields as headers) and the pass
-// polls again and again.
-func PollCount(remaining, kavg, avg, room int, atLeastOne bool) uint32 {
+// bytes should hold at avg bytes per message (0 = unknown: a small probe),
+// at least one when a record must go in anyway, 0 (a poll that only reads
+// the partition's offsets) when nothing fits.
+func PollCount(remaining, avg int, atLeastOne bool) uint32 {
 	if remaining <= 0 {
 		if atLeastOne {
 			return 1
@@ -339,11 +323,8 @@ func PollCount(remaining, kavg, avg, room int, atLeastOne bool) uint32 {
 	if avg <= 0 {
 		return uint32(min(remaining/1024+1, probeCount))
 	}
-	if kavg <= 0 {
-		kavg = avg
-	}
-	n := remaining/kavg + 1
-	n = min(n, maxPollCount, max(min(room, MaxPollBytes)/avg, 1))
+	n := remaining/avg + 1
+	n = min(n, maxPollCount, max(MaxPollBytes/avg, 1))
 	return uint32(n)
 }
 
@@ -364,7 +345,6 @@ type partState struct {
 	logStart int64
 	at       time.Time // when logStart was learned; zero: unknown
 	avg      int       // Iggy bytes per message in the last poll; 0: unknown
-	kavg     int       // Kafka bytes per message the last read appended; 0: unknown
 }
 
 // partCache holds partState per Kafka topic-partition.
@@ -396,6 +376,6 @@ func (c *partCache) setLogStart(k partKey, ls int64) {
 	c.update(k, func(s *partState) { s.logStart, s.at = ls, time.Now() })
 }
 
-func (c *partCache) setAvg(k partKey, avg, kavg int) {
-	c.update(k, func(s *partState) { s.avg, s.kavg = avg, kavg })
+func (c *partCache) setAvg(k partKey, avg int) {
+	c.update(k, func(s *partState) { s.avg = avg })
 }

@@ -22,16 +22,6 @@ type Reserve struct {
 	Budget   *budget.Budget
 	Deadline time.Time
 	held     int64
-	pollRoom int64 // the last Grow's room for one poll's reply
-}
-
-// PollRoom is the bytes one poll's reply may take in the current pass
-// (MaxPollBytes without a budget).
-func (r *Reserve) PollRoom() int {
-	if r.Budget == nil {
-		return MaxPollBytes
-	}
-	return int(max(r.pollRoom, 1))
 }
 
 // Grow takes what the next pass may use, waiting up to the deadline (or
@@ -57,8 +47,8 @@ func (r *Reserve) Grow(ctx context.Context, respMax int) (limit int, ok bool) {
 	if r.held <= 0 {
 		return 0, false
 	}
-	r.pollRoom = min(r.held/2, MaxPollBytes)
-	return int(min(int64(respMax), r.held-r.pollRoom)), true
+	pollRoom := min(r.held/2, MaxPollBytes)
+	return int(min(int64(respMax), r.held-pollRoom)), true
 }
 
 // Settle keeps exactly the response's bytes: the rest goes back, and a
