@@ -102,7 +102,7 @@ type plan struct {
 
 	// Only, when set, limits the run to these workloads (idle, produce,
 	// produce1 = produce acks=1 none only, matched, many, consume,
-	// latency, conns, rebalance, fetchsession, txn, principals, gnet): for A/B runs of one change.
+	// latency, e2e, conns, rebalance, fetchsession, txn, principals, gnet): for A/B runs of one change.
 	Only map[string]bool `json:"only,omitempty"`
 
 	// The rebalance workload (rebalance.go): a topic of RebalPartitions
@@ -185,7 +185,7 @@ func benchMain(args []string) int {
 	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
 	measure := fs.Duration("measure", 0, "shortest measured window of a throughput run (default 5s; 300ms with -smoke); the longest is 8s or this, whichever is more")
 	warmFor := fs.Duration("warm", 0, "warm-up (calibration) before each throughput run's window (default 1.5s; 150ms with -smoke)")
-	only := fs.String("only", "", "comma-separated workloads to run (idle,produce,produce1,matched,many,consume,latency,conns,rebalance,fetchsession,txn,principals,gnet; produce1 is produce acks=1 none only; rebalance and txn need the sidecar and/or kafka target and are not part of -smoke); default all")
+	only := fs.String("only", "", "comma-separated workloads to run (idle,produce,produce1,matched,many,consume,latency,e2e,conns,rebalance,fetchsession,txn,principals,gnet; produce1 is produce acks=1 none only; rebalance and txn need the sidecar and/or kafka target and are not part of -smoke); default all")
 	passes := fs.Int("passes", 0, "runs of every figure, interleaved (default 2)")
 	maxLoad := fs.Float64("max-load", 0, "flag runs whose 1-minute load average at their start is above this (default 3.0)")
 	maxForeign := fs.Float64("max-foreign", 0, "flag runs during which other processes used more than this many cores (default 0.25)")

@@ -177,6 +177,12 @@ func (b *bench) runWorkloads() {
 			b.runLatency(t, b.plan.LatRecords, b.plan.LatDur, wLatency, "", pass)
 		}
 	}
+	// 5b. End-to-end latency, produce → a waiting consumer (e2e.go).
+	for pass := 1; pass <= passes && b.plan.does(wE2E); pass++ {
+		for _, t := range order(kafkaTargets, pass) {
+			b.runE2E(t, pass)
+		}
+	}
 	// 6. A burst from many producer connections (connection counts).
 	for _, t := range kafkaTargets {
 		if b.plan.does("conns") {
