@@ -38,11 +38,13 @@ package bridge
 //   - Long poll: the response goes out at once when it holds at least
 //     MinBytes of records, when any partition has an error, or when
 //     MaxWaitMillis is 0. Otherwise the handler waits (counted from when the
-//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s),
-//     re-reading every partition when a
-//     local Produce wakes it (Bridge.notify) and every
-//     fetch.repoll_interval for writes made elsewhere (other sidecars, Iggy
-//     clients): when the fetch spans fewer topics than partitions, that
+//     frame arrived) until MaxWaitMillis (at most fetch.max_wait, 30s).
+//     A local write wakes it (Produce, transaction markers, DeleteTopics;
+//     notify.go): it re-reads the partitions written, and those that held
+//     records, not the ones an earlier pass found empty. Every
+//     fetch.repoll_interval it re-reads every partition, for writes made
+//     elsewhere (other sidecars, Iggy clients): when the fetch spans fewer
+//     topics than partitions, that
 //     interval check is one GET_TOPIC per topic (every partition's end
 //     offset) and the partitions are read again only when one moved. It
 //     answers what it has when the deadline passes or the connection closes.
@@ -160,6 +162,7 @@ type fetchPart struct {
 	lastHW    int64 // incremental session: the high watermark last answered
 	lastLS    int64 // and log start (valid when lastHW >= 0)
 	committed bool  // isolation_level read_committed (v4+)
+	quiet     bool  // the last pass read it without error and found no records
 }
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
@@ -186,7 +189,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	}
 
 	deadline := receivedAt(rq).Add(f.maxWait(req.MaxWaitMillis))
-	var wake chan struct{}
+	var wake *fetchWaiter
 	if req.MaxWaitMillis > 0 && req.MinBytes > 0 && len(parts) > 0 {
 		keys := make([]partKey, 0, len(parts))
 		for i := range parts {
@@ -194,7 +197,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 				keys = append(keys, partKey{parts[i].topic, parts[i].partition})
 			}
 		}
-		wake = make(chan struct{}, 1)
+		wake = newFetchWaiter()
 		// Registered before the first read: a produce landing between a
 		// read and the wait still wakes us.
 		defer f.b.notify.wait(wake, keys)()
@@ -213,7 +216,7 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 
 	buf := records.NewFetchBuffer()
 	res := &fetchread.Reserve{Budget: f.b.budget, Deadline: deadline}
-	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
+	got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax, nil)
 	if wake != nil && !failed && !cut && got < minBytes {
 		f.wait(ctx, rq, parts, buf, res, respMax, minBytes, deadline, wake)
 	}
@@ -236,15 +239,17 @@ func (f *fetcher) handle(ctx context.Context, rq *Request) (kmsg.Response, error
 	return &records.FetchResponse{FetchResponse: resp, Buf: buf, Owner: res}, nil
 }
 
-// wait is the long poll: it reads every partition again when a local
-// produce wakes it, and when the re-poll interval finds a partition whose
-// log end moved, until min bytes are there, a partition fails, the deadline
-// passes or the client leaves. With more partitions than topics the
-// interval check is one GET_TOPIC per topic (every partition's end offset)
-// instead of one poll per partition.
-func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax, minBytes int, deadline time.Time, wake <-chan struct{}) {
+// wait is the long poll: when a local write wakes it, it reads again the
+// partitions written (and those that held records: the pass starts the
+// response over); when the re-poll interval finds a partition whose log
+// end moved, every partition; until min bytes are there, a partition
+// fails, the deadline passes or the client leaves. With more partitions
+// than topics the interval check is one GET_TOPIC per topic (every
+// partition's end offset) instead of one poll per partition.
+func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax, minBytes int, deadline time.Time, wake *fetchWaiter) {
 	byTopic := fetchTopicsCheaper(parts)
 	var timer *time.Timer
+	var woken []partKey
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -256,9 +261,14 @@ func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf 
 		} else {
 			timer.Reset(wait)
 		}
+		var only []partKey // nil: every partition
 		select {
-		case <-wake:
+		case <-wake.ch:
 			timer.Stop()
+			if woken = wake.take(woken); len(woken) == 0 {
+				continue // taken by the pass before this signal
+			}
+			only = woken
 		case <-timer.C:
 			if byTopic && !f.moved(ctx, parts) {
 				continue
@@ -267,7 +277,7 @@ func (f *fetcher) wait(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			timer.Stop()
 			return
 		}
-		got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax)
+		got, failed, cut := f.pass(ctx, rq, parts, buf, res, respMax, only)
 		if failed || cut || got >= minBytes {
 			return
 		}
@@ -379,10 +389,13 @@ func (f *fetcher) resolve(ctx context.Context, rq *Request, t *kmsg.FetchRequest
 // record bytes read, whether any partition failed, and whether the
 // response's limit left records unread (then more than the response can
 // carry is there: a long poll is satisfied, as Kafka counts the bytes
-// available).
+// available). With only set (a wake-up's written partitions), a partition
+// outside it that the last pass read empty is not read again: nothing was
+// written there through this sidecar since, and its answer stands (a
+// write made elsewhere waits for the re-poll interval's full pass).
 // The pass draws on the memory budget through res: the response gets what
 // the budget grants within respMax.
-func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax int) (int, bool, bool) {
+func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf *bytebufferpool.ByteBuffer, res *fetchread.Reserve, respMax int, only []partKey) (int, bool, bool) {
 	buf.B = buf.B[:0]
 	respMax, granted := res.Grow(ctx, respMax)
 	defer func() { res.Settle(len(buf.B)) }()
@@ -390,11 +403,15 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 	// No record returned yet: the next one goes in whatever its size
 	// (unless the budget granted nothing at all).
 	first := granted
-	ends := f.sessionEnds(ctx, parts)
+	ends := f.sessionEnds(ctx, parts, only)
 	for i := range parts {
 		p := &parts[i]
 		rp := p.rp
 		p.start, p.end = len(buf.B), len(buf.B)
+		if only != nil && p.quiet && !slices.Contains(only, partKey{p.topic, p.partition}) {
+			continue
+		}
+		p.quiet = false
 		if p.code != 0 {
 			setFetchError(rp, p.code)
 			failed = true
@@ -404,6 +421,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 			// Incremental session, caught up, log end unmoved: nothing to
 			// read, and the session leaves it out of the answer.
 			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, p.lastHW, p.lastHW, p.lastLS
+			p.quiet = true
 			continue
 		}
 		if p.internal {
@@ -447,6 +465,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 				}
 			}
 		}
+		p.quiet = p.end == p.start
 		if r.Records {
 			first = false
 			// Data is flowing: make room for what the partitions after
@@ -477,12 +496,17 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 // the topics holding an incremental session's caught-up partitions, so
 // that pass polls only the partitions that may have something new; nil
 // when there are none (a topic that cannot be asked is left out: its
-// partitions are read).
-func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart) map[*iggy.TopicInfo]*iggy.TopicInfo {
+// partitions are read). In a wake-up's pass (only set) the partitions
+// written are known to have moved and the quiet ones are not read: neither
+// is asked about.
+func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart, only []partKey) map[*iggy.TopicInfo]*iggy.TopicInfo {
 	var ends map[*iggy.TopicInfo]*iggy.TopicInfo
 	for i := range parts {
 		p := &parts[i]
 		if p.lastHW < 0 || p.offset != p.lastHW || p.code != 0 || p.internal || p.info == nil {
+			continue
+		}
+		if only != nil && (p.quiet || slices.Contains(only, partKey{p.topic, p.partition})) {
 			continue
 		}
 		if _, done := ends[p.info]; done {

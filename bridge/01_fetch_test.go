@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -171,6 +172,68 @@ func TestFetchLongPollWokenByProduce(t *testing.T) {
 	}
 	if took < 100*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("answered after %v", took)
+	}
+}
+
+// TestFetchWakeReadsWrittenPartitions: a long poll over eight empty
+// partitions, woken by a produce to one of them, reads that one partition
+// again, not all eight (one Iggy poll, where it took eight), and answers
+// its record.
+func TestFetchWakeReadsWrittenPartitions(t *testing.T) {
+	var cc callCounter
+	s := startStack(t, func(o *stackOpts) {
+		o.iggyMetrics = &cc
+		o.bridge.Topics.DefaultPartitions = 8
+		o.bridge.Fetch.RepollInterval = time.Minute // no interval pass within the test
+	})
+	rk := dialRaw(t, s.Addr)
+	const topic = "wake-one"
+	createTopic(t, rk, topic)
+	var parts []fetchPart
+	for p := range int32(8) {
+		parts = append(parts, fetchPart{topic: topic, partition: p, maxBytes: 1 << 20})
+	}
+	// Idle fetches first: the second is what one pass over the eight
+	// costs once the partitions' log starts are known.
+	rk.fetch(12, fetchReq(0, 1, 1<<20, parts...))
+	idle := cc.count("message.poll")
+	rk.fetch(12, fetchReq(0, 1, 1<<20, parts...))
+	before := cc.count("message.poll")
+	idle = before - idle
+	answered := make(chan *kmsg.FetchResponse, 1)
+	go func() { answered <- rk.fetch(12, fetchReq(30_000, 1, 1<<20, parts...)) }()
+	// The fetch's first pass polls every partition, finds nothing and
+	// waits; then one partition is written.
+	deadline := time.Now().Add(10 * time.Second)
+	for onePass := cc.count("message.poll"); onePass-before < idle; onePass = cc.count("message.poll") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fetch's first pass made %d polls of %d", onePass-before, idle)
+		}
+		runtime.Gosched()
+	}
+	producer := dialRaw(t, s.Addr)
+	producer.produceRaw(9, 1, topic, 5, buildBatch(1_700_000_000_000, 0, []testRecord{{value: []byte("woken")}}, nil, 0))
+	var resp *kmsg.FetchResponse
+	select {
+	case resp = <-answered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the woken fetch did not answer")
+	}
+	if idle < 8 {
+		t.Fatalf("an idle pass over eight partitions made %d polls", idle)
+	}
+	if n := cc.count("message.poll") - before; n != idle+1 {
+		t.Errorf("%d Iggy polls for the woken fetch, want %d (%d in the first pass, then the written partition)", n, idle+1, idle)
+	}
+	for _, rp := range resp.Topics[0].Partitions {
+		recs, _ := decodeBatches(t, rp.RecordBatches)
+		want := 0
+		if rp.Partition == 5 {
+			want = 1
+		}
+		if rp.ErrorCode != 0 || len(recs) != want || int(rp.HighWatermark) != want {
+			t.Errorf("partition %d: error %d, %d records, hw %d", rp.Partition, rp.ErrorCode, len(recs), rp.HighWatermark)
+		}
 	}
 }
 

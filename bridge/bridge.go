@@ -263,60 +263,6 @@ func (b *Bridge) Close() { b.tcoord.Close() }
 // Ready reports whether at least one Iggy session is up.
 func (b *Bridge) Ready() bool { return b.iggy.Ready() }
 
-// notifier wakes long-polling fetches when a local produce lands on a
-// partition (KAFKA-ON-IGGY §3: wake on local produce).
-type notifier struct {
-	mu      sync.Mutex
-	waiters map[partKey]map[chan struct{}]struct{}
-}
-
-type partKey struct {
-	topic     string
-	partition int32
-}
-
-func newNotifier() *notifier { return &notifier{waiters: map[partKey]map[chan struct{}]struct{}{}} }
-
-// wait registers ch for wake-ups on the given partitions; the returned
-// function unregisters it.
-func (n *notifier) wait(ch chan struct{}, keys []partKey) func() {
-	n.mu.Lock()
-	for _, k := range keys {
-		m := n.waiters[k]
-		if m == nil {
-			m = map[chan struct{}]struct{}{}
-			n.waiters[k] = m
-		}
-		m[ch] = struct{}{}
-	}
-	n.mu.Unlock()
-	return func() {
-		n.mu.Lock()
-		for _, k := range keys {
-			if m := n.waiters[k]; m != nil {
-				delete(m, ch)
-				if len(m) == 0 {
-					delete(n.waiters, k)
-				}
-			}
-		}
-		n.mu.Unlock()
-	}
-}
-
-// wake signals every waiter of a partition (non-blocking: channels have a
-// buffer of one).
-func (n *notifier) wake(topic string, partition int32) {
-	n.mu.Lock()
-	for ch := range n.waiters[partKey{topic, partition}] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	n.mu.Unlock()
-}
-
 // clusterIDFor returns the cluster id, deriving it once from
 // GET_CLUSTER_METADATA; while Iggy cannot be asked it returns "" and tries
 // again next time.
