@@ -97,6 +97,12 @@ type conn struct {
 	// stream is a huge reply being written in chunks (reply.go); the
 	// replies behind it wait in ring.
 	stream *replyStream
+	// async counts the AsyncWritev calls whose callback has not run: while
+	// any is with gnet, replies go through gnet too (writeLocked).
+	async int
+	// fd is the connection's socket (-1: unknown), written directly by
+	// writeLocked; set at OnOpen, never changed.
+	fd int
 }
 
 // closeInfo is why a connection closed: the reason, and what OnClose logs

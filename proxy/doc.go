@@ -15,10 +15,12 @@
 //     anything else unserved closes the connection.
 //  3. A worker decodes the body with kmsg, calls Dispatch and encodes the
 //     response header and body into a pooled buffer.
-//  4. The connection's reorder ring releases replies in sequence order; they
-//     go out with AsyncWritev and the write callback returns the buffers to
-//     the pool. A request without a reply (acks=0 produce) still takes its
-//     turn.
+//  4. The connection's reorder ring releases replies in sequence order. The
+//     worker that completes them writes them to the socket itself (one
+//     writev) when gnet holds none of the connection's output; otherwise,
+//     and for what the socket did not take, they go out with AsyncWritev
+//     and the write callback returns the buffers to the pool. A request
+//     without a reply (acks=0 produce) still takes its turn.
 //
 // Backpressure: at limits.max_in_flight requests in flight, or with the
 // worker queue full, or with too many unsent reply bytes, a connection's

@@ -306,3 +306,18 @@ func TestFillPartial(t *testing.T) {
 		t.Fatalf("fillPartial on a 100 MiB claim: len %d cap %d done %v err %v", len(got), cap(got), done, err)
 	}
 }
+
+// skipWritten leaves exactly the bytes a short writev did not take, in
+// order, whatever piece the write stopped in.
+func TestSkipWritten(t *testing.T) {
+	for n := 0; n <= 9; n++ {
+		iov := [][]byte{[]byte("abc"), []byte("de"), []byte("fghi")}
+		var got []byte
+		for _, b := range skipWritten(iov, n) {
+			got = append(got, b...)
+		}
+		if want := "abcdefghi"[n:]; string(got) != want {
+			t.Errorf("after %d bytes: %q, want %q", n, got, want)
+		}
+	}
+}

@@ -37,7 +37,7 @@ func (h *handler) OnShutdown(gnet.Engine) {}
 func (h *handler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	s := (*Server)(h)
 	now := time.Now()
-	cs := &conn{s: s, gc: c, id: s.nextID.Add(1), ring: make([]slot, s.cfg.Limits.MaxInFlight)}
+	cs := &conn{s: s, gc: c, id: s.nextID.Add(1), ring: make([]slot, s.cfg.Limits.MaxInFlight), fd: c.Fd()}
 	if ra := c.RemoteAddr(); ra != nil {
 		cs.remote = ra.String()
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
+	"golang.org/x/sys/unix"
 
 	"github.com/kafka-iggy/kafka-iggy/bridge"
 )
@@ -213,6 +214,7 @@ func (cs *conn) writeChunkLocked() int {
 		cs.stream = nil
 		return 1
 	}
+	cs.async++
 	return 0
 }
 
@@ -229,6 +231,7 @@ func (cs *conn) chunkWritten(c gnet.Conn, err error, n int) error {
 		cs.touch(time.Now())
 	}
 	cs.mu.Lock()
+	cs.async--
 	st := cs.stream
 	st.inGnet = false
 	done := 0
@@ -318,18 +321,61 @@ func (cs *conn) resumeStream(c gnet.Conn) {
 	cs.mu.Unlock()
 }
 
-// writeLocked hands wb to gnet and returns the number of replies released
-// on the spot (gnet refused the write: the callback will not run). cs.mu
-// must be held: AsyncWritev calls are queued FIFO, so issuing them in
-// sequence order under the lock keeps replies in order; and OnClose cannot
-// run in between, so the loop is still alive.
+// writeLocked writes wb and returns the number of replies released on the
+// spot: written whole by the caller, or refused by gnet (the callback will
+// not run). cs.mu must be held: writes issued in sequence order under the
+// lock keep replies in order; and OnClose cannot run in between, so the
+// socket is still open (gnet closes it after OnClose).
+//
+// When gnet holds nothing of the connection's output (no AsyncWritev
+// awaiting its callback, no unsent bytes buffered), the caller writes to
+// the socket itself: one writev, where handing the batch to the event loop
+// costs a wake-up of the loop, its epoll return and its writev, and a
+// second thread's turn on the CPU. Whatever the socket does not take (or
+// an error, which gnet then meets and closes on) goes to gnet as before.
+// Only batches up to directMax: the replies a client waits on one by one
+// (a produce's acknowledgement, a long poll's few records); a large Fetch
+// response is the loop's, which sends what the socket takes and buffers
+// the rest.
 func (cs *conn) writeLocked(wb *writeBatch) int {
+	if cs.async == 0 && wb.bytes <= directMax && cs.outHeld.Load() == 0 && cs.fd >= 0 {
+		n, err := unix.Writev(cs.fd, wb.iov)
+		if err == nil && n == wb.bytes {
+			bytes, replies := wb.bytes, wb.replies
+			wb.release()
+			cs.s.metrics.BytesOut(bytes)
+			cs.touch(time.Now())
+			return replies
+		}
+		if err == nil && n > 0 {
+			wb.iov = skipWritten(wb.iov, n)
+		}
+	}
 	if err := cs.gc.AsyncWritev(wb.iov, wb.cb); err != nil {
 		n := wb.replies
 		wb.release()
 		return n
 	}
+	cs.async++
 	return 0
+}
+
+// directMax is the largest batch writeLocked writes to the socket itself:
+// what a loopback or LAN socket's send buffer takes at once.
+const directMax = 64 << 10
+
+// skipWritten drops the first n bytes of iov (a short writev), in place.
+func skipWritten(iov [][]byte, n int) [][]byte {
+	i := 0
+	for i < len(iov) && n >= len(iov[i]) {
+		n -= len(iov[i])
+		iov[i] = nil
+		i++
+	}
+	if i < len(iov) {
+		iov[i] = iov[i][n:]
+	}
+	return iov[i:]
 }
 
 // maybeResumeLocked wakes a connection paused at max_in_flight once it is
@@ -414,6 +460,7 @@ func (wb *writeBatch) written(c gnet.Conn, err error) error {
 		cs.touch(time.Now())
 	}
 	cs.mu.Lock()
+	cs.async--
 	cs.inFlight -= n
 	cs.maybeResumeLocked()
 	cs.mu.Unlock()
