@@ -48,7 +48,9 @@ func (b *bench) runE2E(t string, pass int) {
 		return
 	}
 	defer b.deleteTopic(t, topic)
+	endProfile := b.profileRun(t, profName(wE2E, pass), dur)
 	res, err := kafkaE2E(b.ctx, b.targets[t].addr, topic, b.pool, b.plan.LatRecords, b.plan.Warmup, dur, b.meterFor(t))
+	endProfile()
 	*r = mergeResult(r, res)
 	if err != nil {
 		r.Error = err.Error()

@@ -468,6 +468,12 @@ func (b *bench) writeAB(p func(string, ...any)) {
 		{"latency p50 µs", wLatency, "", p50, "%.0f", false},
 		{"latency p99 µs", wLatency, "", p99, "%.0f", false},
 		{"latency p99.9 µs", wLatency, "", p999, "%.0f", false},
+		{"latency sidecar CPU µs/record", wLatency, "", serverPerRecord, "%.1f", false},
+		{"latency Iggy CPU µs/record", wLatency, "", iggyPerRecord, "%.1f", false},
+		{"end-to-end p50 µs", wE2E, "", p50, "%.0f", false},
+		{"end-to-end p99 µs", wE2E, "", p99, "%.0f", false},
+		{"end-to-end sidecar CPU µs/record", wE2E, "", serverPerRecord, "%.1f", false},
+		{"end-to-end Iggy CPU µs/record", wE2E, "", iggyPerRecord, "%.1f", false},
 	}
 	envB := ""
 	if len(b.envB) > 0 {

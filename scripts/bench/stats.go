@@ -131,6 +131,25 @@ func serverPerGB(r *Result) float64 {
 	}
 	return perGB(r.ServerCPUs, r.Bytes)
 }
+
+// serverPerRecord is the server process's CPU per record in µs (-1 when
+// not measured).
+func serverPerRecord(r *Result) float64 {
+	if r.ServerCPUs < 0 || r.Records == 0 {
+		return -1
+	}
+	return r.ServerCPUs * 1e6 / float64(r.Records)
+}
+
+// iggyPerRecord is the Iggy server's CPU per record in µs (-1 when not
+// measured).
+func iggyPerRecord(r *Result) float64 {
+	if (r.IggyCPUs == 0 && r.IggyRSSMax == 0) || r.Records == 0 {
+		return -1
+	}
+	return r.IggyCPUs * 1e6 / float64(r.Records)
+}
+
 func iggyPerGB(r *Result) float64 {
 	if r.IggyCPUs == 0 && r.IggyRSSMax == 0 {
 		return -1
