@@ -74,7 +74,7 @@ fuzz:
 
 ## bench: side by side: the sidecar, Apache Kafka, kfake and the direct Iggy path (scripts/bench);
 ##        steady-state runs, every figure twice interleaved, with spread and machine load;
-##        rewrites docs/BENCHMARKS.md and docs/bench/ (bounded: 13-minute budget, loopback only)
+##        rewrites docs/BENCHMARKS.md and docs/bench/ (bounded: 22-minute budget, loopback only)
 bench:
 	$(MAKE) --no-print-directory build
 	$(GO) run ./scripts/bench -bin $(BIN) -out docs

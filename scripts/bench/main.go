@@ -25,7 +25,7 @@
 //
 // Usage:
 //
-//	go run ./scripts/bench [-smoke] [-out docs] [-budget 13m] [-targets ...]
+//	go run ./scripts/bench [-smoke] [-out docs] [-budget 22m] [-targets ...]
 //	    [-measure 5s] [-warm 1.5s] [-passes 2] [-max-load 3] [-max-foreign 0.25]
 //
 // Used internally: `bench kfake ...` runs kfake as a child process.
@@ -125,7 +125,7 @@ type plan struct {
 
 func fullPlan() plan {
 	return plan{
-		Budget:     13 * time.Minute,
+		Budget:     22 * time.Minute,
 		Targets:    []string{tSidecar, tKafka, tKfake, tGo, tRust},
 		Partitions: 4,
 		Warm:       1500 * time.Millisecond, Measure: 5 * time.Second, MaxMeasure: 8 * time.Second, MinRecords: 500_000,
@@ -181,7 +181,7 @@ func benchMain(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	smoke := fs.Bool("smoke", false, "the seconds-long CI version: small counts, no Kafka broker, no Rust build, output to a temporary directory unless -out is given")
 	out := fs.String("out", "", "directory that receives BENCHMARKS.md and bench/*.png (default docs; a temporary directory with -smoke)")
-	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 13m; 90s with -smoke)")
+	budget := fs.Duration("budget", 0, "upper bound of the whole run, builds included (default 22m; 90s with -smoke)")
 	targets := fs.String("targets", "", "comma-separated targets: sidecar,kafka,kfake,direct-go,direct-rust (default: all; with -smoke sidecar,kfake,direct-go)")
 	measure := fs.Duration("measure", 0, "shortest measured window of a throughput run (default 5s; 300ms with -smoke); the longest is 8s or this, whichever is more")
 	warmFor := fs.Duration("warm", 0, "warm-up (calibration) before each throughput run's window (default 1.5s; 150ms with -smoke)")

@@ -61,7 +61,7 @@ func (b *bench) markdown(plots map[string]string) string {
 		p("| %s | %s |\n", kv[0], kv[1])
 	}
 	p("| command | `%s` |\n", strings.Join(append([]string{"go run ./scripts/bench"}, b.args[1:]...), " "))
-	p("| regenerate | `make bench` (full, ≤ 13 min budget; about 11 min on this machine); `make bench-smoke` (CI, about a minute, writes to a temporary directory) |\n\n")
+	p("| regenerate | `make bench` (full, ≤ %s budget; this run's wall time is at the top); `make bench-smoke` (CI, about a minute, writes to a temporary directory) |\n\n", fullPlan().Budget)
 
 	// Produce.
 	p("## Produce throughput\n\n")
