@@ -45,9 +45,9 @@ const (
 	txnIdem     = "idempotent"
 	txnEvery100 = "txn every 100 ms"
 	txnEvery1k  = "txn every 1000 records"
-	// txnV2 marks a Kafka run under transaction protocol v2 (KIP-890:
-	// franz-go's newest versions, the broker's transaction.version 2), a
-	// row beside the v1 figures; the sidecar serves v1 only.
+	// txnV2 marks a run under transaction protocol v2 (KIP-890: franz-go's
+	// newest versions, the server's transaction.version 2 finalized), a
+	// row beside the v1 figures, on both targets.
 	txnV2 = " (protocol v2)"
 )
 
@@ -82,9 +82,7 @@ func (b *bench) runTxn() {
 				continue
 			}
 			variants := []string{txnEnd1, txnEnd4, txnIdem, txnEvery100, txnEvery1k}
-			if t == tKafka {
-				variants = append(variants, txnEnd1+txnV2, txnEnd4+txnV2, txnEvery100+txnV2, txnEvery1k+txnV2)
-			}
+			variants = append(variants, txnEnd1+txnV2, txnEnd4+txnV2, txnEvery100+txnV2, txnEvery1k+txnV2)
 			if pass%2 == 0 {
 				slices.Reverse(variants)
 			}
@@ -124,7 +122,7 @@ func (b *bench) runTxn() {
 	}
 }
 
-// kafkaTxnV2 checks that the broker at addr has transaction.version 2
+// kafkaTxnV2 checks that the server at addr has transaction.version 2
 // finalized (KIP-890), so that a client at its newest versions runs
 // transaction protocol v2.
 func kafkaTxnV2(ctx context.Context, addr string) error {
@@ -144,7 +142,7 @@ func kafkaTxnV2(ctx context.Context, addr string) error {
 			return nil
 		}
 	}
-	return errors.New("the broker has no transaction.version 2 finalized: no transaction protocol v2")
+	return errors.New("the server has no transaction.version 2 finalized: no transaction protocol v2")
 }
 
 // txnID is a fresh transactional id.
@@ -345,13 +343,13 @@ func (b *bench) txnThroughput(t, topic, variant string, win windowSpec, v2 bool,
 // txnRow is one row of a transaction table: the runs of variant v on t.
 type txnRow struct{ t, v, label string }
 
-// txnRows are the rows of variant v: one per target, and Kafka's protocol
+// txnRows are the rows of variant v: one per target, each target's protocol
 // v2 runs after its v1 row (never for the idempotent producer).
 func txnRows(group []string, v string) []txnRow {
 	var out []txnRow
 	for _, t := range group {
 		out = append(out, txnRow{t, v, targetLabel[t]})
-		if t == tKafka && v != txnIdem {
+		if v != txnIdem {
 			out = append(out, txnRow{t, v + txnV2, targetLabel[t] + ", protocol v2"})
 		}
 	}
@@ -374,7 +372,7 @@ func (b *bench) writeTxn(p func(string, ...any)) {
 		}
 	}
 	p("## The cost of a transaction (issue 25)\n\n")
-	p("franz-go, transaction protocol v1 on both targets (Produce v11, AddPartitionsToTxn v3, EndTxn v4: what the sidecar serves); the rows *protocol v2* are Kafka under KIP-890's v2 (franz-go's newest versions, the broker's transaction.version 2: Produce v12 adds the partitions implicitly, EndTxn v5 bumps the epoch), the sidecar not serving it yet. %d pass(es), the targets and the variants interleaved. "+
+	p("franz-go, transaction protocol v1 on both targets (Produce v11, AddPartitionsToTxn v3, EndTxn v4); the rows *protocol v2* are each target under KIP-890's v2 (franz-go's newest versions, the server's transaction.version 2 finalized: Produce v12 adds the partitions implicitly, EndTxn v5 bumps the epoch). %d pass(es), the targets and the variants interleaved. "+
 		"**EndTxn latency**: one transactional producer runs transactions of %d 1 KiB records, to one partition or spread over %d, back to back (%d untimed first, then for up to %s or %d transactions); each transaction's records are flushed, then `EndTransaction(commit)` is timed: the EndTxn round trip (on the sidecar the decision written to the coordinator's log in Iggy and a marker appended to each partition before the answer; Kafka answers after its PREPARE_COMMIT and writes the markers afterwards). *transaction* is Begin to the commit's answer (produce, AddPartitionsToTxn and EndTxn): a transaction that starts while the previous one's markers are still being written meets CONCURRENT_TRANSACTIONS on AddPartitionsToTxn, and franz-go retries after its backoff (20 ms by default, growing). "+
 		"**Throughput**: one client producing 1 KiB records as fast as it can (at most %d buffered, linger 5 ms) to a %d-partition topic: idempotent (franz-go's default) or transactional, committing every 100 ms or every 1,000 records; a transactional record counts when its commit is answered inside the window (%s warm-up, %s window).\n\n",
 		max(1, b.plan.Passes), txnLatRecords, b.plan.Partitions, txnLatWarm, 2*b.plan.LatDur, txnLatMax, txnBuffered, b.plan.Partitions, b.plan.Warm, b.plan.Measure)
