@@ -163,6 +163,7 @@ type fetchPart struct {
 	lastLS    int64 // and log start (valid when lastHW >= 0)
 	committed bool  // isolation_level read_committed (v4+)
 	quiet     bool  // the last pass read it without error and found no records
+	written   bool  // this pass is a wake-up's and the wake-up named it
 }
 
 var _ VectoredResponse = (*records.FetchResponse)(nil)
@@ -403,12 +404,15 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 	// No record returned yet: the next one goes in whatever its size
 	// (unless the budget granted nothing at all).
 	first := granted
-	ends := f.sessionEnds(ctx, parts, only)
+	for i := range parts {
+		parts[i].written = only != nil && slices.Contains(only, partKey{parts[i].topic, parts[i].partition})
+	}
+	ends := f.sessionEnds(ctx, parts, only != nil)
 	for i := range parts {
 		p := &parts[i]
 		rp := p.rp
 		p.start, p.end = len(buf.B), len(buf.B)
-		if only != nil && p.quiet && !slices.Contains(only, partKey{p.topic, p.partition}) {
+		if only != nil && p.quiet && !p.written {
 			continue
 		}
 		p.quiet = false
@@ -496,17 +500,17 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 // the topics holding an incremental session's caught-up partitions, so
 // that pass polls only the partitions that may have something new; nil
 // when there are none (a topic that cannot be asked is left out: its
-// partitions are read). In a wake-up's pass (only set) the partitions
-// written are known to have moved and the quiet ones are not read: neither
-// is asked about.
-func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart, only []partKey) map[*iggy.TopicInfo]*iggy.TopicInfo {
+// partitions are read). In a wake-up's pass the partitions written are
+// known to have moved and the quiet ones are not read: neither is asked
+// about.
+func (f *fetcher) sessionEnds(ctx context.Context, parts []fetchPart, wakeUp bool) map[*iggy.TopicInfo]*iggy.TopicInfo {
 	var ends map[*iggy.TopicInfo]*iggy.TopicInfo
 	for i := range parts {
 		p := &parts[i]
 		if p.lastHW < 0 || p.offset != p.lastHW || p.code != 0 || p.internal || p.info == nil {
 			continue
 		}
-		if only != nil && (p.quiet || slices.Contains(only, partKey{p.topic, p.partition})) {
+		if wakeUp && (p.quiet || p.written) {
 			continue
 		}
 		if _, done := ends[p.info]; done {
