@@ -484,7 +484,7 @@ func (f *fetcher) pass(ctx context.Context, rq *Request, parts []fetchPart, buf 
 				}
 				rest = min(rest, respMax-len(buf.B))
 				if rest > cap(buf.B)-len(buf.B) {
-					buf.B = slices.Grow(buf.B, rest)
+					buf.B = records.GrowFetch(buf.B, rest)
 				}
 			}
 		}

@@ -9,7 +9,6 @@ package fetchread
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -214,7 +213,7 @@ func (f *Reader) Read(ctx context.Context, p *Part, dst []byte, limit int, atLea
 		// Room for what this poll can add (Kafka batches take about the
 		// bytes of the Iggy messages they carry), in one step, rather than
 		// append's doubling past the budget's grant.
-		dst = slices.Grow(dst, min(max(remaining, 0), len(polled.Batches)+records.BatchHeaderSize))
+		dst = records.GrowFetch(dst, min(max(remaining, 0), len(polled.Batches)+records.BatchHeaderSize))
 		before := len(dst)
 		var stats records.BatchStats
 		dst, stats, err = w.AppendBatches(dst, &it, remaining, atLeastOne && !r.Records)

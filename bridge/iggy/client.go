@@ -39,7 +39,7 @@ type Client struct {
 
 	msgPool   bytebufferpool.Pool // Messages frames
 	framePool bytebufferpool.Pool // encoded requests
-	replyPool bytebufferpool.Pool // replies
+	replyPool replyBufs           // replies (large ones kept across collections)
 	timers    sync.Pool           // stopped *time.Timer for calls without a deadline
 
 	mu      sync.Mutex // guards started, closed and wg.Add

@@ -102,6 +102,7 @@ func (s *session) exchangeLoop(deadline time.Time, segs [][]byte, reqNo uint64) 
 			return nil, rep, sent, s.fail(s.ioError(err))
 		}
 		rb := s.c.replyPool.Get()
+		s.c.replyPool.sizeFor(rb, s.br)
 		frame, err := icodec.ReadFrame(s.br, rb.B, icodec.MaxFrameSize)
 		if err != nil {
 			s.c.replyPool.Put(rb)

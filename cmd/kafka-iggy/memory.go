@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kafka-iggy/kafka-iggy/budget"
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
 // goMemLimit is the Go runtime's soft memory limit for a memory budget of
@@ -70,7 +71,9 @@ func returnAfterBursts(ctx context.Context, b *budget.Budget, log zerolog.Logger
 			quiet++
 			if quiet >= memQuietChecks {
 				// Two collections: pooled buffers survive the first
-				// (sync.Pool's victim cache), not the second.
+				// (sync.Pool's victim cache), not the second; the
+				// kept large buffers go first.
+				wire.DropKept()
 				runtime.GC()
 				debug.FreeOSMemory()
 				high, quiet = false, 0

@@ -16,6 +16,7 @@ import (
 	"github.com/kafka-iggy/kafka-iggy/bridge/cluster"
 	"github.com/kafka-iggy/kafka-iggy/bridge/iggy"
 	"github.com/kafka-iggy/kafka-iggy/budget"
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 	"github.com/kafka-iggy/kafka-iggy/embedded"
 	"github.com/kafka-iggy/kafka-iggy/proxy"
 	"github.com/kafka-iggy/kafka-iggy/proxy/admin"
@@ -68,6 +69,7 @@ func runSidecar(ctx context.Context, cfg Config, log zerolog.Logger, onStart fun
 	budget := budget.New(cfg.Proxy.Limits.MemoryBytes)
 	metrics.SetBudget(budget)
 	memLimit := applyGoMemLimit(budget.Total(), log)
+	wire.SetKeepBudget(budget.Total()) // the large Fetch and reply buffers kept across collections
 	log.Info().Int64("memory_budget_bytes", budget.Total()).Str("memory_budget_source", budgetSource).
 		Int64("gomemlimit_bytes", memLimit).Int("max_frame_bytes", cfg.Proxy.Limits.MaxFrameBytes).Msg("memory budget")
 	go returnAfterBursts(ctx, budget, log)

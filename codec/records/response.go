@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
+
+	"github.com/kafka-iggy/kafka-iggy/codec/wire"
 )
 
 // Cut is one block of a vectored encoding that is not copied into the
@@ -25,10 +27,21 @@ const cutMin = 4 << 10
 // fetchBufPool holds the record buffers of Fetch responses.
 var fetchBufPool bytebufferpool.Pool
 
-// fetchPoolMaxBuf is the largest record buffer kept for reuse (4 MiB):
+// fetchPoolMaxBuf is the largest record buffer the sync.Pool keeps (4 MiB):
 // larger ones go to the collector, so idle pooled buffers do not hold
 // memory outside the budget that a burst of large fetches grew.
 const fetchPoolMaxBuf = 4 << 20
+
+// fetchKeep holds the large record buffers (wire.KeepMin and up) of recent
+// Fetch responses across garbage collections (see wire.Keep): 1/32 of the
+// memory budget, at most 32 MiB (a franz-go consumer of 4 partitions
+// fetches about 4.2 MiB, the Java consumer's 10 partitions about 10 MiB).
+var fetchKeep = wire.NewKeep(32, 32<<20)
+
+// GrowFetch returns dst, a Fetch response's record bytes, with room for n
+// more, taking a kept buffer when one fits (GrowFetch copies dst into it).
+// Release gives the buffer back.
+func GrowFetch(dst []byte, n int) []byte { return fetchKeep.Grow(dst, n) }
 
 // NewFetchBuffer returns an empty record buffer for a FetchResponse, from
 // the pool Release returns it to.
@@ -99,7 +112,11 @@ func (r *FetchResponse) Release() {
 	}
 	clear(r.cuts)
 	r.cuts = r.cuts[:0]
-	if cap(r.Buf.B) <= fetchPoolMaxBuf {
+	switch c := cap(r.Buf.B); {
+	case c >= wire.KeepMin && fetchKeep.Put(r.Buf.B):
+		r.Buf.B = nil
+		fetchBufPool.Put(r.Buf)
+	case c <= fetchPoolMaxBuf:
 		fetchBufPool.Put(r.Buf)
 	}
 	r.Buf = nil

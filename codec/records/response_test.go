@@ -3,7 +3,9 @@ package records
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/valyala/bytebufferpool"
@@ -116,4 +118,31 @@ func TestFetchVectoredFallsBack(t *testing.T) {
 	if len(cuts) != 0 || !bytes.Equal(got, want) {
 		t.Fatalf("fallback: %d cuts, equal %v", len(cuts), bytes.Equal(got, want))
 	}
+}
+
+// TestFetchBufferKeptAcrossCollections: a large Fetch record buffer goes
+// back to the keep on Release and is what the next Fetch grows into, even
+// after two collections (which empty the sync.Pool of small buffers): a
+// consumer's steady fetching allocates no record buffer whatever the
+// collector does.
+func TestFetchBufferKeptAcrossCollections(t *testing.T) {
+	const size = 4<<20 + 200<<10 // franz-go's 4 partitions of 1 MiB
+	buf := NewFetchBuffer()
+	buf.B = GrowFetch(buf.B, size)
+	buf.B = append(buf.B, "records"...)
+	first := unsafe.SliceData(buf.B)
+	r := &FetchResponse{FetchResponse: kmsg.NewPtrFetchResponse(), Buf: buf}
+	r.Release()
+	runtime.GC()
+	runtime.GC()
+	next := NewFetchBuffer()
+	next.B = GrowFetch(next.B, 1<<20) // the first partition's poll
+	next.B = GrowFetch(next.B, size-(1<<20))
+	if unsafe.SliceData(next.B) != first {
+		t.Fatal("the next Fetch did not reuse the released record buffer")
+	}
+	if len(next.B) != 0 {
+		t.Fatalf("the reused buffer came with %d bytes", len(next.B))
+	}
+	(&FetchResponse{FetchResponse: kmsg.NewPtrFetchResponse(), Buf: next}).Release()
 }
