@@ -205,5 +205,5 @@ func (k *Keep) trim() {
 		k.timer = nil
 		return
 	}
-	k.timer.Reset(k.bufs[0].at.Add(keepIdle).Sub(time.Now()) + time.Millisecond)
+	k.timer.Reset(time.Until(k.bufs[0].at.Add(keepIdle)) + time.Millisecond)
 }
