@@ -26,7 +26,7 @@ func (p *replyBufs) Get() *bytebufferpool.ByteBuffer { return p.pool.Get() }
 
 // Put returns rb, whose bytes nobody reads any more.
 func (p *replyBufs) Put(rb *bytebufferpool.ByteBuffer) {
-	if cap(rb.B) >= wire.KeepMin && replyKeep.Put(rb.B) {
+	if replyKeep.Put(rb.B) {
 		rb.B = nil
 	}
 	p.pool.Put(rb)

@@ -112,11 +112,11 @@ func (r *FetchResponse) Release() {
 	}
 	clear(r.cuts)
 	r.cuts = r.cuts[:0]
-	switch c := cap(r.Buf.B); {
-	case c >= wire.KeepMin && fetchKeep.Put(r.Buf.B):
+	switch {
+	case fetchKeep.Put(r.Buf.B):
 		r.Buf.B = nil
 		fetchBufPool.Put(r.Buf)
-	case c <= fetchPoolMaxBuf:
+	case cap(r.Buf.B) <= fetchPoolMaxBuf:
 		fetchBufPool.Put(r.Buf)
 	}
 	r.Buf = nil

@@ -181,11 +181,11 @@ func (k *Keep) shrinkLocked(room int) {
 	k.dropLocked(n)
 }
 
-// dropLocked drops the n oldest buffers.
+// dropLocked drops the n oldest buffers (slices.Delete clears the slots
+// they leave, so nothing keeps them alive).
 func (k *Keep) dropLocked(n int) {
-	for i := range n {
-		k.bytes -= cap(k.bufs[i].b)
-		k.bufs[i].b = nil
+	for _, kb := range k.bufs[:n] {
+		k.bytes -= cap(kb.b)
 	}
 	k.bufs = slices.Delete(k.bufs, 0, n)
 }
